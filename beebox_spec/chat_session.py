@@ -1,0 +1,528 @@
+"""The whole-box `ChatSession` as a pure state machine: state + event → state + effects.
+
+Spec sources: `chat-session-lifecycle.md` ("The contract": queue/drain, stop vs
+restart, the busy-flip ordering, the close-window race) and `original-facts.md`
+§3.2 (`send`, `startRun`, the consume loop's close handler, `handleMessage`,
+`enqueue`, `drainQueue`, `stop`, `restart`, `resetSession`, `interrupt`).
+
+Theory of operation
+-------------------
+
+The session is driven by two kinds of event. The *caller* sends, enqueues, stops,
+restarts, resets and interrupts. The *engine* reports on the run the session asked
+for: it started (or failed to), an SDK message arrived, the run's message stream
+ended. `step` takes the current `ChatSessionState` and one event and returns the
+next state and the *effects* the session asks of the world, in order: start a run,
+send a turn, close a run, save the session id, emit an event. Nothing here waits,
+reads a clock or touches a file; the production session (`beebox_impl.session`)
+performs the effects and is checked against this model, step by step, by stateful
+tests.
+
+The rules, in the order a reader meets them:
+
+1. **Send.** A send while the session is busy (`lifecycle.is_busy`: a turn in
+   flight, or a run still starting) is refused; the caller enqueues instead. With
+   an open run the session moves ``ready → streaming`` and sends the turn. With no
+   run and the phase ``idle`` it moves to ``starting`` and asks for a run; the text
+   is accepted and becomes the run's first turn. With no open run and any other
+   phase the session is in the *close window* (the run's handle is closed but its
+   close handler has not yet brought the phase back to ``idle``): the send is
+   refused rather than racing a second run onto the session.
+2. **Start.** When the run opens (``starting → ready``) its first turn is sent at
+   once (``ready → streaming``): the text that started it, followed by everything
+   enqueued while it was starting, joined with ``"\\n\\n"`` — a message that arrived
+   mid-start rides the starting run's first turn instead of starting a second run.
+   When the start fails the phase returns to ``idle``, the first turn is reported
+   failed, and the queue is kept for the next run.
+3. **Enqueue** appends to the queue whatever the phase.
+4. **Drain.** After a turn's ``result`` and after an unexpected run death, the
+   queue drains: all queued texts joined with ``"\\n\\n"`` are sent as one turn —
+   onto the open run after a result, onto a fresh run after a death. A drain that
+   would be refused (the close window) leaves the queue as it is, so an accepted
+   message is never dropped on the floor (`DESIGN.md` §5; the original emptied the
+   queue before a send that could refuse).
+5. **Result.** On a turn's ``result`` the lifecycle advances first
+   (`lifecycle.after_turn_result`: the session stops reading busy), *then* ``done``
+   is emitted, then the turn's text and its feature deltas are applied, then the
+   queue drains — so a listener reacting to the turn's end can act on a session
+   that is no longer busy (the busy-flip ordering).
+6. **Stop vs restart.** ``stop()`` (only with an open run in ``ready`` or
+   ``streaming``) moves to ``stopping``, remembers whether a turn was in flight,
+   clears the queue and closes the run. ``restart()`` closes the open run and
+   leaves the phase alone. The one close handler tells them apart by the phase:
+   ``stopping`` is the intentional stop (no drain, close code ``0``); anything
+   else is a run that died or was restarted, and a non-empty queue drains into a
+   fresh run (close code ``None``). ``reset_session()`` is ``stop()`` plus
+   forgetting the saved session id.
+7. **Session id.** An SDK message carrying a session id the session does not hold
+   yet is the SDK assigning one: it is saved and announced.
+
+Engine events only arrive while a run exists; an engine event in ``idle`` or
+``starting`` (other than the start's own outcome) is a bug in whatever delivers
+them and raises `InvariantError`, like any illegal lifecycle move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias, assert_never
+
+from beebox_spec.errors import InvariantError
+from beebox_spec.lifecycle import (
+    IDLE,
+    Idle,
+    Lifecycle,
+    Phase,
+    Ready,
+    Starting,
+    Stopping,
+    Streaming,
+    after_turn_result,
+    is_busy,
+    lifecycle_run,
+    next_lifecycle,
+)
+from beebox_spec.sdk_messages import AdaptedMessage, assistant_text
+
+__all__ = [
+    "QUEUE_SEPARATOR",
+    "ApplyFeatureDeltas",
+    "ChatSessionEvent",
+    "ChatSessionState",
+    "ChatSessionStep",
+    "CloseRun",
+    "Effect",
+    "Emit",
+    "EmittedEvent",
+    "Enqueue",
+    "ForgetSessionId",
+    "Interrupt",
+    "InterruptRun",
+    "Observation",
+    "ReportTurnFailed",
+    "ResetSession",
+    "Restart",
+    "RunClosed",
+    "RunStartFailed",
+    "RunStarted",
+    "SaveSessionId",
+    "SdkMessageArrived",
+    "Send",
+    "SendTurn",
+    "StartRun",
+    "Stop",
+    "can_accept_send",
+    "combine_queued_texts",
+    "has_open_run",
+    "initial_state",
+    "observe",
+    "session_busy",
+    "step",
+]
+
+# §3.2 `combineQueuedInputs`: queued texts become one turn, joined by a blank line.
+QUEUE_SEPARATOR = "\n\n"
+
+
+# --- State -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatSessionState:
+    """Everything the session's behaviour depends on.
+
+    ``lifecycle`` carries the run as its ordinal (1 for the first run started).
+    ``run_closed`` is true once the session closed the current run's handle and
+    its close handler has not run yet: the close window.
+    ``first_turn`` is the text waiting for a starting run to open.
+    """
+
+    lifecycle: Lifecycle[int] = IDLE
+    run_closed: bool = False
+    session_id: str | None = None
+    queue: tuple[str, ...] = ()
+    first_turn: str | None = None
+    turn_text: str = ""
+    runs_started: int = 0
+
+
+def initial_state(session_id: str | None = None) -> ChatSessionState:
+    """A session with no run, holding the session id it loaded (if any)."""
+    return ChatSessionState(session_id=session_id)
+
+
+def has_open_run(state: ChatSessionState) -> bool:
+    """`isRunning()`: a run handle exists and the session has not closed it."""
+    return lifecycle_run(state.lifecycle) is not None and not state.run_closed
+
+
+def session_busy(state: ChatSessionState) -> bool:
+    """`isBusy()`: the session-level reading (``starting`` counts as busy)."""
+    was_busy = isinstance(state.lifecycle, Stopping) and state.lifecycle.was_busy
+    return is_busy(state.lifecycle.phase, was_busy=was_busy)
+
+
+def can_accept_send(state: ChatSessionState) -> bool:
+    """Whether `Send` would be accepted now (rule 1)."""
+    # A busy session refuses; the caller must enqueue.
+    if session_busy(state):
+        return False
+    # An open run takes the turn; with no run, only an idle session may start one.
+    return has_open_run(state) or isinstance(state.lifecycle, Idle)
+
+
+def combine_queued_texts(texts: tuple[str, ...]) -> str:
+    """The one turn a list of queued texts becomes (§3.2 `combineQueuedInputs`)."""
+    return QUEUE_SEPARATOR.join(texts)
+
+
+# --- Events ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Send:
+    """The caller sends a message (`send`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """The caller queues a message for the next turn (`enqueue`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The caller stops the session: close the run, clear the queue, no drain."""
+
+
+@dataclass(frozen=True)
+class Restart:
+    """The caller restarts a wedged run: close it; the close handler drains."""
+
+
+@dataclass(frozen=True)
+class ResetSession:
+    """`stop()` plus forgetting the saved session id."""
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """The caller interrupts the turn in flight (the run stays open)."""
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """The engine opened the run the session asked for."""
+
+
+@dataclass(frozen=True)
+class RunStartFailed:
+    """The engine could not open the run."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class SdkMessageArrived:
+    """The run produced an SDK message (already adapted by `adapt_sdk_message`)."""
+
+    message: AdaptedMessage
+
+
+@dataclass(frozen=True)
+class RunClosed:
+    """The run's message stream ended — asked for by a close, or on its own."""
+
+
+ChatSessionEvent: TypeAlias = (
+    Send
+    | Enqueue
+    | Stop
+    | Restart
+    | ResetSession
+    | Interrupt
+    | RunStarted
+    | RunStartFailed
+    | SdkMessageArrived
+    | RunClosed
+)
+
+
+# --- Effects ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """Ask the engine for run number ``run``, resuming ``resume_session_id`` if set."""
+
+    run: int
+    resume_session_id: str | None
+
+
+@dataclass(frozen=True)
+class SendTurn:
+    """Send ``text`` as one turn on run ``run``."""
+
+    run: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CloseRun:
+    """Close run ``run``; its message stream will end and `RunClosed` follow."""
+
+    run: int
+
+
+@dataclass(frozen=True)
+class InterruptRun:
+    """Interrupt the turn in flight on run ``run``."""
+
+    run: int
+
+
+@dataclass(frozen=True)
+class SaveSessionId:
+    """Persist the session id (``.beebox/chat-session-id.json``)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
+class ForgetSessionId:
+    """Delete the persisted session id."""
+
+
+@dataclass(frozen=True)
+class ApplyFeatureDeltas:
+    """Apply the ``<chat-app>`` feature deltas of a finished turn's text."""
+
+    turn_text: str
+
+
+@dataclass(frozen=True)
+class ReportTurnFailed:
+    """The turn ``text`` could not be sent because its run failed to start."""
+
+    text: str
+    reason: str
+
+
+EmittedEvent: TypeAlias = Literal["session-id", "message", "task", "done", "turn-text", "close"]
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Tell listeners: ``event`` with ``detail`` (a message, a text, a close code)."""
+
+    event: EmittedEvent
+    detail: object = None
+
+
+Effect: TypeAlias = (
+    StartRun
+    | SendTurn
+    | CloseRun
+    | InterruptRun
+    | SaveSessionId
+    | ForgetSessionId
+    | ApplyFeatureDeltas
+    | ReportTurnFailed
+    | Emit
+)
+
+
+@dataclass(frozen=True)
+class ChatSessionStep:
+    """The outcome of one event: the next state, the effects in order, and for a
+    `Send` whether it was accepted (``None`` for every other event)."""
+
+    state: ChatSessionState
+    effects: tuple[Effect, ...] = field(default=())
+    accepted: bool | None = None
+
+
+# --- The transition function -----------------------------------------------------
+
+
+def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
+    """Apply one event to the session. Raises `InvariantError` on an impossible engine event."""
+    match event:
+        case Send(text=text):
+            return _send(state, text)
+        case Enqueue(text=text):
+            return ChatSessionStep(replace(state, queue=(*state.queue, text)))
+        case Stop():
+            return _stop(state)
+        case Restart():
+            return _restart(state)
+        case ResetSession():
+            stopped = _stop(state)
+            return ChatSessionStep(
+                replace(stopped.state, session_id=None), (*stopped.effects, ForgetSessionId())
+            )
+        case Interrupt():
+            run = lifecycle_run(state.lifecycle)
+            # Only an open run has a turn to interrupt; otherwise there is nothing to do.
+            if run is None or state.run_closed:
+                return ChatSessionStep(state)
+            return ChatSessionStep(state, (InterruptRun(run),))
+        case RunStarted():
+            return _run_started(state)
+        case RunStartFailed(reason=reason):
+            return _run_start_failed(state, reason)
+        case SdkMessageArrived(message=message):
+            return _message_arrived(state, message)
+        case RunClosed():
+            return _run_closed(state)
+        case _:
+            assert_never(event)
+
+
+def _send(state: ChatSessionState, text: str) -> ChatSessionStep:
+    # Rule 1: busy refuses; the caller enqueues instead.
+    if session_busy(state):
+        return ChatSessionStep(state, accepted=False)
+    run = lifecycle_run(state.lifecycle)
+    # An open run that is not busy is in `ready`: the turn goes onto it.
+    if run is not None and not state.run_closed:
+        streaming = next_lifecycle(state.lifecycle, Streaming(run))
+        return ChatSessionStep(
+            replace(state, lifecycle=streaming, turn_text=""), (SendTurn(run, text),), True
+        )
+    # No open run and not idle: the close window. Refuse rather than race a second run.
+    if not isinstance(state.lifecycle, Idle):
+        return ChatSessionStep(state, accepted=False)
+    starting = next_lifecycle(state.lifecycle, Starting())
+    run_number = state.runs_started + 1
+    return ChatSessionStep(
+        replace(state, lifecycle=starting, first_turn=text, runs_started=run_number),
+        (StartRun(run_number, state.session_id),),
+        True,
+    )
+
+
+def _run_started(state: ChatSessionState) -> ChatSessionStep:
+    # The engine can only report a start the session asked for.
+    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+        raise InvariantError(f"run started while {state.lifecycle.phase}: no start was asked for")
+    run = state.runs_started
+    ready = next_lifecycle(state.lifecycle, Ready(run))
+    # Rule 2: the first turn carries the starting text and whatever queued meanwhile.
+    text = combine_queued_texts((state.first_turn, *state.queue))
+    streaming = next_lifecycle(ready, Streaming(run))
+    return ChatSessionStep(
+        replace(
+            state, lifecycle=streaming, run_closed=False, first_turn=None, queue=(), turn_text=""
+        ),
+        (SendTurn(run, text),),
+    )
+
+
+def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
+    # The engine can only fail a start the session asked for.
+    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+        raise InvariantError(f"run start failed while {state.lifecycle.phase}: no start was asked for")
+    idle = next_lifecycle(state.lifecycle, IDLE)
+    return ChatSessionStep(
+        replace(state, lifecycle=idle, first_turn=None),
+        (ReportTurnFailed(state.first_turn, reason),),
+    )
+
+
+def _message_arrived(state: ChatSessionState, message: AdaptedMessage) -> ChatSessionStep:
+    # Messages come only from a run that exists.
+    if lifecycle_run(state.lifecycle) is None:
+        raise InvariantError(f"SDK message while {state.lifecycle.phase}: there is no run")
+    effects: list[Effect] = []
+    session_id = message.get("session_id")
+    # Rule 7: a session id we do not hold yet is the SDK assigning one.
+    if isinstance(session_id, str) and session_id and session_id != state.session_id:
+        state = replace(state, session_id=session_id)
+        effects += [SaveSessionId(session_id), Emit("session-id", session_id)]
+
+    if message["type"] == "task":
+        return ChatSessionStep(state, (*effects, Emit("task", message)))
+    if message["type"] == "assistant":
+        state = replace(state, turn_text=state.turn_text + assistant_text(message))
+    effects.append(Emit("message", message))
+    if message["type"] != "result":
+        return ChatSessionStep(state, tuple(effects))
+
+    # Rule 5: busy flips off first, then `done`, then the turn's text and features, then drain.
+    state = replace(state, lifecycle=after_turn_result(state.lifecycle))
+    effects.append(Emit("done"))
+    if state.turn_text:
+        effects += [Emit("turn-text", state.turn_text), ApplyFeatureDeltas(state.turn_text)]
+    drained = _drain(state)
+    return ChatSessionStep(drained.state, (*effects, *drained.effects))
+
+
+def _run_closed(state: ChatSessionState) -> ChatSessionStep:
+    # Only a run that exists can end.
+    if lifecycle_run(state.lifecycle) is None:
+        raise InvariantError(f"run closed while {state.lifecycle.phase}: there is no run")
+    # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
+    intentional = isinstance(state.lifecycle, Stopping)
+    idle = next_lifecycle(state.lifecycle, IDLE)
+    state = replace(state, lifecycle=idle, run_closed=False)
+    close = Emit("close", 0 if intentional else None)
+    if intentional:
+        return ChatSessionStep(state, (close,))
+    drained = _drain(state)
+    return ChatSessionStep(drained.state, (close, *drained.effects))
+
+
+def _stop(state: ChatSessionState) -> ChatSessionStep:
+    run = lifecycle_run(state.lifecycle)
+    # Stop acts only on an open run that is ready or mid-turn.
+    if run is None or state.run_closed or not isinstance(state.lifecycle, Ready | Streaming):
+        return ChatSessionStep(state)
+    stopping = next_lifecycle(
+        state.lifecycle, Stopping(run, was_busy=isinstance(state.lifecycle, Streaming))
+    )
+    return ChatSessionStep(
+        replace(state, lifecycle=stopping, queue=(), run_closed=True), (CloseRun(run),)
+    )
+
+
+def _restart(state: ChatSessionState) -> ChatSessionStep:
+    run = lifecycle_run(state.lifecycle)
+    # Restart acts only on an open run; the phase stays, so the close handler drains.
+    if run is None or state.run_closed:
+        return ChatSessionStep(state)
+    return ChatSessionStep(replace(state, run_closed=True), (CloseRun(run),))
+
+
+def _drain(state: ChatSessionState) -> ChatSessionStep:
+    # Rule 4: nothing queued, or a send that would be refused, leaves the queue alone.
+    if not state.queue or not can_accept_send(state):
+        return ChatSessionStep(state)
+    sent = _send(replace(state, queue=()), combine_queued_texts(state.queue))
+    return ChatSessionStep(sent.state, sent.effects)
+
+
+# --- What an observer sees -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The observable reading of a session: what the stateful tests compare."""
+
+    phase: Phase
+    busy: bool
+    running: bool
+    queue: tuple[str, ...]
+
+
+def observe(state: ChatSessionState) -> Observation:
+    """The session's phase, busy and running readings, and its queue."""
+    return Observation(
+        phase=state.lifecycle.phase,
+        busy=session_busy(state),
+        running=has_open_run(state),
+        queue=state.queue,
+    )

@@ -1,0 +1,222 @@
+"""The chat run lifecycle: five phases and the one table of legal moves between them.
+
+Spec sources: `chat-session-lifecycle.md` ("Phases", the phase table, "every write
+site goes through `nextLifecycle`") and `original-facts.md` §3.1.
+
+Theory of operation
+-------------------
+
+A chat session drives at most one SDK run at a time. Where that run stands is its
+*lifecycle*, one of five phases:
+
+- ``idle`` — no run. The start state, and where every run ends.
+- ``starting`` — a run is being started; there is no run handle yet.
+- ``ready`` — the run is open and waiting for the next turn.
+- ``streaming`` — a turn is in flight.
+- ``stopping`` — a deliberate ``stop()`` closed the run; the close handler must not
+  drain the queue. Only the whole-box `ChatSession` enters it: a thread session
+  closes straight through to ``idle``.
+
+The legal moves are the rows of `LEGAL_TRANSITIONS` below, and nothing else is.
+Self-loops are not moves (``idle → idle`` is illegal). Every change of phase, in
+the specification and in the implementation, goes through `next_lifecycle`, which
+raises `InvariantError` on an illegal move: such a move is a bug in the caller over
+the box's own state, never a condition to degrade.
+
+A lifecycle value carries what its phase owns: the run handle in ``ready``,
+``streaming`` and ``stopping``, and in ``stopping`` whether the run was mid-turn
+when it was stopped (``was_busy``). The run handle's type is a parameter, so the
+implementation uses these same classes with its real run objects.
+
+Two readings of "busy" exist and both are kept here:
+
+- `lifecycle_busy` is the pure reading of the lifecycle union (§3.1): only a
+  turn in flight is busy (``streaming``, and ``stopping`` when it was busy).
+- `is_busy` is what a *session* reports (the phase table of the lifecycle doc):
+  ``starting`` reads busy too, so a second send arriving mid-start is queued onto
+  the starting run instead of racing a second run. A session stuck in
+  ``starting`` therefore reads as permanently busy (§3.1 note).
+
+`is_running` is true exactly when a run handle exists (``ready``, ``streaming``,
+``stopping``); a session additionally asks whether that handle is still open.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeAlias, TypeVar
+
+from beebox_spec.errors import InvariantError
+
+__all__ = [
+    "IDLE",
+    "LEGAL_TRANSITIONS",
+    "PHASE_MEANINGS",
+    "Idle",
+    "Lifecycle",
+    "Phase",
+    "Ready",
+    "Starting",
+    "Stopping",
+    "Streaming",
+    "after_turn_result",
+    "is_busy",
+    "is_legal_transition",
+    "is_running",
+    "lifecycle_busy",
+    "lifecycle_run",
+    "next_lifecycle",
+    "transition_phase",
+]
+
+RunT = TypeVar("RunT")
+
+
+class Phase(enum.StrEnum):
+    """Where a session's SDK run stands (`ChatRunPhase`)."""
+
+    IDLE = "idle"
+    STARTING = "starting"
+    READY = "ready"
+    STREAMING = "streaming"
+    STOPPING = "stopping"
+
+
+# THE table of legal moves (`LEGAL_TRANSITIONS`, original-facts §3.1). Anything not
+# listed, self-loops included, is illegal.
+LEGAL_TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
+    Phase.IDLE: frozenset({Phase.STARTING}),
+    Phase.STARTING: frozenset({Phase.READY, Phase.IDLE}),
+    Phase.READY: frozenset({Phase.STREAMING, Phase.STOPPING, Phase.IDLE}),
+    Phase.STREAMING: frozenset({Phase.READY, Phase.STOPPING, Phase.IDLE}),
+    Phase.STOPPING: frozenset({Phase.IDLE}),
+}
+
+# What each phase means, as the lifecycle doc's phase table words it.
+PHASE_MEANINGS: Mapping[Phase, str] = {
+    Phase.IDLE: "no SDK run; start state and where every run ends",
+    Phase.STARTING: "a run is being started; no run handle yet",
+    Phase.READY: "run open and idle, waiting for the next turn",
+    Phase.STREAMING: "a turn is in flight",
+    Phase.STOPPING: "a graceful stop() closed the run; the close handler will not drain",
+}
+
+
+def is_legal_transition(source: Phase, target: Phase) -> bool:
+    """Whether ``source → target`` is a row of `LEGAL_TRANSITIONS`."""
+    return target in LEGAL_TRANSITIONS[source]
+
+
+def transition_phase(source: Phase, target: Phase) -> Phase:
+    """Move from ``source`` to ``target``, or raise `InvariantError` if the table forbids it."""
+    # The move must be a row of the one table; anything else is a caller bug.
+    if not is_legal_transition(source, target):
+        raise InvariantError(f"illegal chat lifecycle transition: {source} → {target}")
+    return target
+
+
+@dataclass(frozen=True)
+class Idle:
+    """No run."""
+
+    phase: Phase = Phase.IDLE
+
+
+@dataclass(frozen=True)
+class Starting:
+    """A run is being started; no handle yet."""
+
+    phase: Phase = Phase.STARTING
+
+
+@dataclass(frozen=True)
+class Ready(Generic[RunT]):
+    """The run is open and waiting for a turn."""
+
+    run: RunT
+    phase: Phase = Phase.READY
+
+
+@dataclass(frozen=True)
+class Streaming(Generic[RunT]):
+    """A turn is in flight on the run."""
+
+    run: RunT
+    phase: Phase = Phase.STREAMING
+
+
+@dataclass(frozen=True)
+class Stopping(Generic[RunT]):
+    """A deliberate stop closed the run; ``was_busy`` records whether a turn was in flight."""
+
+    run: RunT
+    was_busy: bool
+    phase: Phase = Phase.STOPPING
+
+
+Lifecycle: TypeAlias = Idle | Starting | Ready[RunT] | Streaming[RunT] | Stopping[RunT]
+
+IDLE = Idle()
+
+
+def next_lifecycle(current: Lifecycle[RunT], target: Lifecycle[RunT]) -> Lifecycle[RunT]:
+    """The one write path of a lifecycle: returns ``target`` if the move is legal.
+
+    Raises `InvariantError` with ``illegal chat lifecycle transition: <from> → <to>``
+    otherwise (`nextLifecycle`, original-facts §3.1).
+    """
+    transition_phase(current.phase, target.phase)
+    return target
+
+
+def lifecycle_run(state: Lifecycle[RunT]) -> RunT | None:
+    """The run handle the phase owns: none in ``idle`` and ``starting`` (`lifecycleRun`)."""
+    if isinstance(state, Ready | Streaming | Stopping):
+        return state.run
+    return None
+
+
+def lifecycle_busy(state: Lifecycle[RunT]) -> bool:
+    """The lifecycle union's own busy reading (`lifecycleBusy`): a turn is in flight."""
+    if isinstance(state, Streaming):
+        return True
+    if isinstance(state, Stopping):
+        return state.was_busy
+    return False
+
+
+def is_busy(phase: Phase, *, was_busy: bool = False) -> bool:
+    """The session-level busy reading: `lifecycle_busy`, and ``starting`` reads busy too.
+
+    A send that finds the session busy is not accepted; the caller enqueues instead.
+    """
+    # starting: a run is on its way, so a second send must queue onto it, not race it.
+    if phase is Phase.STARTING:
+        return True
+    if phase is Phase.STREAMING:
+        return True
+    if phase is Phase.STOPPING:
+        return was_busy
+    return False
+
+
+def is_running(phase: Phase) -> bool:
+    """Whether the phase holds a run handle (``ready``, ``streaming``, ``stopping``)."""
+    return phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+
+
+def after_turn_result(state: Lifecycle[RunT]) -> Lifecycle[RunT]:
+    """The lifecycle after a turn's ``result`` arrived (`afterTurnResult`, §3.1).
+
+    ``streaming → ready`` on the same run; ``stopping`` stays ``stopping`` but is no
+    longer busy; any other phase is unchanged. Callers apply this *before* anything
+    that reacts to the turn ending (feature deltas, the queue drain), so those
+    reactions already see the session as not busy — the busy-flip ordering.
+    """
+    if isinstance(state, Streaming):
+        return next_lifecycle(state, Ready(state.run))
+    if isinstance(state, Stopping):
+        return Stopping(state.run, was_busy=False)
+    return state

@@ -1,0 +1,513 @@
+"""Chat thread sessions and the pool that runs one of them at a time.
+
+Spec sources: `chat-session-lifecycle.md` ("Park / evict", the note that a thread
+session has no ``stopping``, "Shared code") and `original-facts.md` §3.3
+(`ChatThreadSession`) and §3.4 (`ChatSessionPool`).
+
+Theory of operation
+-------------------
+
+A `ChatThreadSession` serves one external chat thread (a bot bridge, say). It
+uses the same lifecycle table as the whole-box session but never enters
+``stopping``: it has no queue to protect, so ``park()`` and ``stop()`` close the
+run and go straight back to ``idle``. Its rules:
+
+1. **Send.** A send while busy (a turn in flight, or a run starting) is refused
+   with `SessionBusyError`; there is no queue. With an open run the turn goes
+   onto it; from ``idle`` a run is started and the text becomes its first turn;
+   in the close window (no open run, phase not ``idle``) the send is refused with
+   `RunNotReadyError`. When the session resumes a known SDK session, the turn
+   carries `REMINDER` (and a session link when the host gives a view base URL),
+   because a resumed run has not seen the thread prompt in this process.
+2. **Messages.** The one shared adapter's output is handled as explicit flow
+   control: an assistant message's text is buffered and every complete
+   ``<chat-response>…</chat-response>`` block in the buffer is delivered at once
+   (`sdk_messages.extract_chat_responses`); ``result`` extracts what is left,
+   flips busy off (`lifecycle.after_turn_result`), emits the turn's text and
+   settles the turn; ``stream_event`` (partial deltas) and ``task`` (background
+   task lifecycle) are deliberate, logged skips; everything else is passed on.
+3. **Close.** When the current run's stream ends the session goes ``idle``,
+   emits ``close`` and settles a turn still in flight as ``closed``. The stream
+   of a run that was parked or stopped ends after the session already moved on:
+   it only emits ``close``.
+4. **Park and stop.** ``park()`` closes the open run and keeps the session id, so
+   the thread resumes the same SDK session later; ``stop()`` does the same and
+   forgets the id. Both go straight to ``idle``.
+
+The `ChatSessionPool` holds at most one active thread session. Its decisions are
+pure functions here; the waiting (for the active session's turn to finish, up to
+`BUSY_TIMEOUT`) belongs to the implementation:
+
+- a message for another thread parks the active one first, keeping its session
+  id in the thread's record;
+- a thread's record is rotated to a fresh SDK session once it has carried
+  `MAX_MESSAGES` messages or is `MAX_AGE` old;
+- a successful turn bumps ``lastUsedAt`` and ``messageCount``; a failed one stops
+  the session and deletes the record;
+- registry eviction is ``stop()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal, TypeAlias, TypedDict, assert_never
+
+from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.lifecycle import (
+    IDLE,
+    Idle,
+    Lifecycle,
+    Ready,
+    Starting,
+    Stopping,
+    Streaming,
+    after_turn_result,
+    is_busy,
+    lifecycle_run,
+    next_lifecycle,
+)
+from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
+
+__all__ = [
+    "BUSY_TIMEOUT",
+    "MAX_AGE",
+    "MAX_MESSAGES",
+    "REMINDER",
+    "CloseRun",
+    "Emit",
+    "LogSkip",
+    "Park",
+    "PoolPlan",
+    "RunClosed",
+    "RunNotReadyError",
+    "RunStartFailed",
+    "RunStarted",
+    "SdkMessageArrived",
+    "Send",
+    "SendTurn",
+    "SessionBusyError",
+    "SettleTurn",
+    "StartRun",
+    "Stop",
+    "ThreadEffect",
+    "ThreadEvent",
+    "ThreadRecord",
+    "ThreadSessionState",
+    "ThreadStep",
+    "TurnOutcome",
+    "compose_turn",
+    "has_open_run",
+    "initial_thread_state",
+    "plan_send",
+    "record_after_failure",
+    "record_after_success",
+    "should_rotate",
+    "step",
+]
+
+# §3.3: appended to a turn sent on a resumed session.
+REMINDER = (
+    "\n\n[Reminder: wrap replies in <chat-response>your reply</chat-response> tags. "
+    "Send an acknowledgment first if you'll do work.]"
+)
+
+# §3.4: a thread record is rotated to a fresh session after this many messages or this age.
+MAX_MESSAGES = 50
+MAX_AGE = timedelta(hours=24)
+# §3.4: how long the pool waits for a busy session to go idle before parking it anyway.
+BUSY_TIMEOUT = timedelta(seconds=60)
+
+
+class SessionBusyError(SpecRejection):
+    """A send reached a thread session with a turn in flight ("Session is busy")."""
+
+    def __init__(self) -> None:
+        super().__init__("Session is busy")
+
+
+class RunNotReadyError(SpecRejection):
+    """A send found no open run and no way to start one ("Run not ready after start")."""
+
+    def __init__(self) -> None:
+        super().__init__("Run not ready after start")
+
+
+# --- The thread session ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreadSessionState:
+    """A thread session's state. ``run_closed`` marks the close window, as in `ChatSession`."""
+
+    lifecycle: Lifecycle[int] = IDLE
+    run_closed: bool = False
+    session_id: str | None = None
+    first_turn: str | None = None
+    response_buffer: str = ""
+    turn_text: str = ""
+    turn_pending: bool = False
+    runs_started: int = 0
+    view_base_url: str | None = None
+
+
+def initial_thread_state(
+    session_id: str | None = None, view_base_url: str | None = None
+) -> ThreadSessionState:
+    """A thread session with no run, resuming ``session_id`` if the pool has one."""
+    return ThreadSessionState(session_id=session_id, view_base_url=view_base_url)
+
+
+def compose_turn(text: str, session_id: str | None, view_base_url: str | None) -> str:
+    """The text sent for one turn: the reminder (and session link) when resuming."""
+    # A new session gets the thread prompt as its system prompt; only a resumed one needs this.
+    if session_id is None:
+        return text
+    turn = text + REMINDER
+    if view_base_url:
+        turn += f"\n[Session link: {view_base_url}?session={session_id}]"
+    return turn
+
+
+@dataclass(frozen=True)
+class Send:
+    """The pool sends a message on this thread."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Park:
+    """Close the run, keep the session id for resume."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Close the run and forget the session id (registry eviction)."""
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """The engine opened the run the session asked for."""
+
+
+@dataclass(frozen=True)
+class RunStartFailed:
+    """The engine could not open the run."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class SdkMessageArrived:
+    """Run ``run`` produced an adapted SDK message."""
+
+    run: int
+    message: AdaptedMessage
+
+
+@dataclass(frozen=True)
+class RunClosed:
+    """The message stream of run ``run`` ended."""
+
+    run: int
+
+
+ThreadEvent: TypeAlias = Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """Ask the engine for run ``run``; a new session (no resume id) gets the thread prompt."""
+
+    run: int
+    resume_session_id: str | None
+
+
+@dataclass(frozen=True)
+class SendTurn:
+    """Send ``text`` as one turn on run ``run``."""
+
+    run: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CloseRun:
+    """Close run ``run``."""
+
+    run: int
+
+
+TurnOutcome: TypeAlias = Literal["done", "closed", "start-failed"]
+
+
+@dataclass(frozen=True)
+class SettleTurn:
+    """The send in flight is over: its result arrived, its run closed, or it never started."""
+
+    outcome: TurnOutcome
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LogSkip:
+    """A message type this path deliberately does not deliver (logged, not dropped silently)."""
+
+    message_type: Literal["stream_event", "task"]
+
+
+ThreadEmitted: TypeAlias = Literal["session", "chat-response", "turn-text", "done", "message", "close"]
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Tell listeners: ``event`` with ``detail``."""
+
+    event: ThreadEmitted
+    detail: object = None
+
+
+ThreadEffect: TypeAlias = StartRun | SendTurn | CloseRun | SettleTurn | LogSkip | Emit
+
+
+@dataclass(frozen=True)
+class ThreadStep:
+    """The next state and the effects, in order."""
+
+    state: ThreadSessionState
+    effects: tuple[ThreadEffect, ...] = field(default=())
+
+
+def has_open_run(state: ThreadSessionState) -> bool:
+    """A run handle exists and the session has not closed it."""
+    return lifecycle_run(state.lifecycle) is not None and not state.run_closed
+
+
+def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
+    """Apply one event. Raises `SessionBusyError`/`RunNotReadyError` on a refused send and
+    `InvariantError` on an impossible engine event."""
+    match event:
+        case Send(text=text):
+            return _send(state, text)
+        case Park():
+            return _close_through(state, forget=False)
+        case Stop():
+            return _close_through(state, forget=True)
+        case RunStarted():
+            return _run_started(state)
+        case RunStartFailed(reason=reason):
+            # The engine can only fail a start the session asked for.
+            if not isinstance(state.lifecycle, Starting):
+                raise InvariantError(f"run start failed while {state.lifecycle.phase}")
+            idle = next_lifecycle(state.lifecycle, IDLE)
+            return ThreadStep(
+                replace(state, lifecycle=idle, first_turn=None, turn_pending=False),
+                (SettleTurn("start-failed", reason),),
+            )
+        case SdkMessageArrived(run=run, message=message):
+            return _message_arrived(state, run, message)
+        case RunClosed(run=run):
+            return _run_closed(state, run)
+        case _:
+            assert_never(event)
+
+
+def _send(state: ThreadSessionState, text: str) -> ThreadStep:
+    # Rule 1: no queue here — a busy session refuses outright.
+    if is_busy(state.lifecycle.phase):
+        raise SessionBusyError
+    turn = compose_turn(text, state.session_id, state.view_base_url)
+    run = lifecycle_run(state.lifecycle)
+    if run is not None and not state.run_closed:
+        streaming = next_lifecycle(state.lifecycle, Streaming(run))
+        return ThreadStep(
+            replace(state, lifecycle=streaming, turn_text="", response_buffer="", turn_pending=True),
+            (SendTurn(run, turn),),
+        )
+    # The close window: no open run, and the phase has not come back to idle.
+    if not isinstance(state.lifecycle, Idle):
+        raise RunNotReadyError
+    run_number = state.runs_started + 1
+    return ThreadStep(
+        replace(
+            state,
+            lifecycle=next_lifecycle(state.lifecycle, Starting()),
+            first_turn=turn,
+            runs_started=run_number,
+            turn_pending=True,
+        ),
+        (StartRun(run_number, state.session_id),),
+    )
+
+
+def _run_started(state: ThreadSessionState) -> ThreadStep:
+    # The engine can only report a start the session asked for.
+    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+        raise InvariantError(f"run started while {state.lifecycle.phase}: no start was asked for")
+    run = state.runs_started
+    ready = next_lifecycle(state.lifecycle, Ready(run))
+    streaming = next_lifecycle(ready, Streaming(run))
+    return ThreadStep(
+        replace(
+            state,
+            lifecycle=streaming,
+            run_closed=False,
+            first_turn=None,
+            turn_text="",
+            response_buffer="",
+        ),
+        (SendTurn(run, state.first_turn),),
+    )
+
+
+def _message_arrived(state: ThreadSessionState, run: int, message: AdaptedMessage) -> ThreadStep:
+    # Messages come only from the current run while it exists.
+    if lifecycle_run(state.lifecycle) != run:
+        raise InvariantError(f"SDK message from run {run} while {state.lifecycle.phase}")
+    effects: list[ThreadEffect] = []
+    session_id = message.get("session_id")
+    # The SDK assigning (or confirming a new) session id.
+    if isinstance(session_id, str) and session_id and session_id != state.session_id:
+        state = replace(state, session_id=session_id)
+        effects.append(Emit("session", session_id))
+
+    match message["type"]:
+        case "assistant":
+            text = assistant_text(message)
+            responses, rest = extract_chat_responses(state.response_buffer + text)
+            state = replace(state, turn_text=state.turn_text + text, response_buffer=rest)
+            effects += [Emit("chat-response", response) for response in responses]
+        case "result":
+            responses, rest = extract_chat_responses(state.response_buffer)
+            effects += [Emit("chat-response", response) for response in responses]
+            # Busy flips off before anyone hears the turn is over.
+            state = replace(
+                state,
+                lifecycle=after_turn_result(state.lifecycle),
+                response_buffer=rest,
+                turn_pending=False,
+            )
+            effects += [Emit("turn-text", state.turn_text), Emit("done"), SettleTurn("done")]
+        case "stream_event" | "task":
+            # Partial deltas and background-task lifecycle are not delivered on this path.
+            effects.append(LogSkip(message["type"]))
+        case "system" | "user" | "unknown":
+            effects.append(Emit("message", message))
+        case _:
+            assert_never(message["type"])
+    return ThreadStep(state, tuple(effects))
+
+
+def _run_closed(state: ThreadSessionState, run: int) -> ThreadStep:
+    # A parked or stopped run ends after the session has moved on: only tell listeners.
+    if lifecycle_run(state.lifecycle) != run:
+        # ...and it must be a run this session started.
+        if not 1 <= run <= state.runs_started:
+            raise InvariantError(f"run {run} closed but was never started")
+        return ThreadStep(state, (Emit("close"),))
+    idle = next_lifecycle(state.lifecycle, IDLE)
+    effects: list[ThreadEffect] = [Emit("close")]
+    if state.turn_pending:
+        effects.append(SettleTurn("closed"))
+    return ThreadStep(
+        replace(state, lifecycle=idle, run_closed=False, turn_pending=False), tuple(effects)
+    )
+
+
+def _close_through(state: ThreadSessionState, *, forget: bool) -> ThreadStep:
+    session_id = None if forget else state.session_id
+    run = lifecycle_run(state.lifecycle)
+    # A thread session never enters `stopping`.
+    if isinstance(state.lifecycle, Stopping):
+        raise InvariantError("a thread session never enters stopping")
+    # Nothing open to close: only the session id changes.
+    if run is None or state.run_closed:
+        return ThreadStep(replace(state, session_id=session_id))
+    effects: list[ThreadEffect] = [CloseRun(run)]
+    if state.turn_pending:
+        effects.append(SettleTurn("closed"))
+    return ThreadStep(
+        replace(
+            state,
+            lifecycle=next_lifecycle(state.lifecycle, IDLE),
+            run_closed=False,
+            session_id=session_id,
+            turn_pending=False,
+        ),
+        tuple(effects),
+    )
+
+
+# --- The pool --------------------------------------------------------------------
+
+
+class ThreadRecord(TypedDict):
+    """One thread's saved session (`.beebox` thread-session records, §3.4)."""
+
+    sessionId: str
+    createdAt: str
+    lastUsedAt: str
+    messageCount: int
+
+
+def should_rotate(record: ThreadRecord, now: datetime) -> bool:
+    """Whether the thread must start a fresh SDK session instead of resuming this one."""
+    # Rotation by volume: the session has carried MAX_MESSAGES messages.
+    if record["messageCount"] >= MAX_MESSAGES:
+        return True
+    # Rotation by age: created MAX_AGE ago or more. An unreadable date rotates.
+    try:
+        created = datetime.fromisoformat(record["createdAt"])
+    except ValueError:
+        return True
+    return now - created >= MAX_AGE
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """What the pool does before a send: which thread to park, and what to resume."""
+
+    park_thread: str | None
+    resume_session_id: str | None
+    rotated: bool
+
+
+def plan_send(
+    active_thread: str | None,
+    records: Mapping[str, ThreadRecord],
+    thread_ref: str,
+    now: datetime,
+) -> PoolPlan:
+    """Plan a send on ``thread_ref``: park another active thread; resume unless rotated."""
+    park = active_thread if active_thread is not None and active_thread != thread_ref else None
+    record = records.get(thread_ref)
+    if record is None:
+        return PoolPlan(park, None, rotated=False)
+    if should_rotate(record, now):
+        return PoolPlan(park, None, rotated=True)
+    return PoolPlan(park, record["sessionId"], rotated=False)
+
+
+def record_after_success(
+    record: ThreadRecord | None, session_id: str, now: datetime
+) -> ThreadRecord:
+    """The thread's record after a successful turn on ``session_id``."""
+    stamp = now.isoformat()
+    # A new (or rotated) session starts a new record.
+    if record is None or record["sessionId"] != session_id:
+        return ThreadRecord(sessionId=session_id, createdAt=stamp, lastUsedAt=stamp, messageCount=1)
+    return ThreadRecord(
+        sessionId=session_id,
+        createdAt=record["createdAt"],
+        lastUsedAt=stamp,
+        messageCount=record["messageCount"] + 1,
+    )
+
+
+def record_after_failure(
+    records: Mapping[str, ThreadRecord], thread_ref: str
+) -> dict[str, ThreadRecord]:
+    """A failed turn deletes the thread's record (the session is stopped)."""
+    return {ref: record for ref, record in records.items() if ref != thread_ref}

@@ -1,0 +1,6 @@
+"""beebox conformance: language-neutral vectors, and a runner for any target.
+
+`python -m conformance [PATHS...] --target spec` runs the vector files (by default
+the ones packaged in `conformance/vectors`) against a target and prints
+``N passed, N failed``. The format of the vector files is `docs/conformance.md`.
+"""

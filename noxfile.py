@@ -1,0 +1,62 @@
+"""Sessions for developers and CI: ``nox`` runs the default set (what CI runs).
+
+Every session is a thin wrapper over `install`, so the way the project is installed
+lives in one place. Long fuzzing, soak and benchmark runs get sessions of their own
+and are not in the default set.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_external_run = True
+
+PACKAGES = ["beebox_spec", "beebox_impl", "conformance"]
+
+
+def install(session: nox.Session, *extras: str) -> None:
+    """Install the project (editable) with ``extras`` into the session's virtualenv."""
+    target = f".[{','.join(extras)}]" if extras else "."
+    session.install("--upgrade", "pip")
+    session.install("-e", target)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole pytest suite, on asyncio and trio."""
+    install(session, "test")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Every packaged conformance vector against the executable spec."""
+    install(session, "test")
+    session.run("python", "-m", "conformance", "--target", "spec", *session.posargs)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the packages, the tests and this file."""
+    install(session, "test")
+    session.install("nox")
+    session.run("mypy", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint rules and formatting."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Regenerate the generated documents (docs/phases.md)."""
+    install(session)
+    with open("docs/phases.md", "w", encoding="utf-8") as out:
+        session.run("python", "-m", "beebox_spec", "--markdown", stdout=out)
+

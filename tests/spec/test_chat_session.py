@@ -1,0 +1,317 @@
+"""The `ChatSession` model: the lifecycle contract, example by example, then as a property."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from beebox_spec.chat_session import (
+    QUEUE_SEPARATOR,
+    ApplyFeatureDeltas,
+    ChatSessionEvent,
+    ChatSessionState,
+    ChatSessionStep,
+    CloseRun,
+    Effect,
+    Emit,
+    Enqueue,
+    ForgetSessionId,
+    Interrupt,
+    InterruptRun,
+    ReportTurnFailed,
+    ResetSession,
+    Restart,
+    RunClosed,
+    RunStarted,
+    RunStartFailed,
+    SaveSessionId,
+    SdkMessageArrived,
+    Send,
+    SendTurn,
+    StartRun,
+    Stop,
+    can_accept_send,
+    has_open_run,
+    initial_state,
+    session_busy,
+    step,
+)
+from beebox_spec.errors import InvariantError
+from beebox_spec.lifecycle import Idle, Phase, Starting
+from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
+
+
+def sdk(engine: EngineName, text: str = "", session_id: str = "") -> SdkMessageArrived:
+    """An adapted SDK message as the scripted engine emits it."""
+    return SdkMessageArrived(scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1))
+
+
+def run_events(*events: ChatSessionEvent, state: ChatSessionState | None = None) -> list[ChatSessionStep]:
+    """Apply events in order; return each step."""
+    current = state or initial_state()
+    steps = []
+    for event in events:
+        result = step(current, event)
+        steps.append(result)
+        current = result.state
+    return steps
+
+
+def sent_turns(steps: list[ChatSessionStep]) -> list[tuple[int, str]]:
+    return [(e.run, e.text) for s in steps for e in s.effects if isinstance(e, SendTurn)]
+
+
+def test_send_from_idle_starts_a_run_and_rides_its_first_turn() -> None:
+    steps = run_events(Send("hi"), RunStarted())
+    assert steps[0].accepted is True
+    assert steps[0].effects == (StartRun(1, None),)
+    assert steps[0].state.lifecycle == Starting()
+    assert steps[1].effects == (SendTurn(1, "hi"),)
+    assert steps[1].state.lifecycle.phase is Phase.STREAMING
+
+
+def test_queue_during_starting_rides_the_first_turn() -> None:
+    steps = run_events(Send("a"), Send("b"), Enqueue("b"), Enqueue("c"), RunStarted())
+    assert steps[1].accepted is False, "starting reads busy: a second send must queue"
+    assert sent_turns(steps) == [(1, "a\n\nb\n\nc")]
+    assert steps[-1].state.queue == ()
+    assert [e for s in steps for e in s.effects if isinstance(e, StartRun)] == [StartRun(1, None)]
+
+
+def test_result_drains_the_queue_into_the_next_turn() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Enqueue("c"), sdk("result"))
+    assert sent_turns(steps) == [(1, "a"), (1, "b" + QUEUE_SEPARATOR + "c")]
+    assert steps[-1].state.lifecycle.phase is Phase.STREAMING
+
+
+def test_run_death_with_a_queue_starts_a_fresh_run_and_drains_into_it() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), RunClosed(), RunStarted())
+    death = steps[3]
+    assert death.effects == (Emit("close", None), StartRun(2, None))
+    assert sent_turns(steps) == [(1, "a"), (2, "b")]
+
+
+def test_run_death_without_a_queue_goes_idle() -> None:
+    steps = run_events(Send("a"), RunStarted(), RunClosed())
+    assert steps[-1].state.lifecycle == Idle()
+    assert steps[-1].effects == (Emit("close", None),)
+
+
+def test_stop_clears_the_queue_and_does_not_drain() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Stop(), RunClosed())
+    stop, closed = steps[3], steps[4]
+    assert stop.effects == (CloseRun(1),)
+    assert stop.state.queue == ()
+    assert stop.state.lifecycle.phase is Phase.STOPPING
+    assert closed.effects == (Emit("close", 0),), "an intentional stop closes with 0, no drain"
+    assert closed.state.lifecycle == Idle()
+
+
+def test_stop_remembers_whether_a_turn_was_in_flight() -> None:
+    busy = run_events(Send("a"), RunStarted(), Stop())[-1].state
+    assert session_busy(busy)
+    idle_run = run_events(Send("a"), RunStarted(), sdk("result"), Stop())[-1].state
+    assert not session_busy(idle_run)
+
+
+def test_restart_drains_the_queue_into_a_fresh_run() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Restart(), RunClosed(), RunStarted())
+    assert steps[3].effects == (CloseRun(1),)
+    assert steps[3].state.lifecycle.phase is Phase.STREAMING, "restart leaves the phase alone"
+    assert steps[4].effects == (Emit("close", None), StartRun(2, None))
+    assert sent_turns(steps) == [(1, "a"), (2, "b")]
+
+
+def test_reset_session_stops_and_forgets_the_session_id() -> None:
+    steps = run_events(Send("a"), RunStarted(), sdk("init", session_id="s-1"), ResetSession())
+    assert steps[2].state.session_id == "s-1"
+    reset = steps[3]
+    assert reset.effects == (CloseRun(1), ForgetSessionId())
+    assert reset.state.session_id is None
+    assert reset.state.lifecycle.phase is Phase.STOPPING
+
+
+def test_a_send_in_the_close_window_is_refused() -> None:
+    after_restart = run_events(Send("a"), RunStarted(), sdk("result"), Restart())[-1].state
+    assert not has_open_run(after_restart)
+    refused = step(after_restart, Send("b"))
+    assert refused.accepted is False
+    assert refused.effects == (), "no second run may race onto the session"
+    after_stop = run_events(Send("a"), RunStarted(), sdk("result"), Stop())[-1].state
+    assert step(after_stop, Send("b")).accepted is False
+
+
+def test_a_drain_in_the_close_window_keeps_the_queue() -> None:
+    state = run_events(Send("a"), RunStarted(), Restart(), Enqueue("b"))[-1].state
+    result = step(state, sdk("result"))
+    assert result.state.queue == ("b",), "a drain that would be refused must not drop the queue"
+    assert not any(isinstance(e, SendTurn) for e in result.effects)
+
+
+def test_on_result_busy_flips_off_before_feature_deltas_apply() -> None:
+    state = run_events(Send("a"), RunStarted(), sdk("assistant", "done <chat-app x/>"))[-1].state
+    result = step(state, sdk("result"))
+    kinds = [type(e).__name__ + (f":{e.event}" if isinstance(e, Emit) else "") for e in result.effects]
+    assert kinds == ["Emit:message", "Emit:done", "Emit:turn-text", "ApplyFeatureDeltas"]
+    # Effects are performed against the state the step returned: not busy, so a listener
+    # reacting to `done` or to the features may send.
+    assert not session_busy(result.state)
+    assert can_accept_send(result.state)
+
+
+def test_drain_comes_after_the_feature_deltas() -> None:
+    state = run_events(Send("a"), RunStarted(), sdk("assistant", "x"), Enqueue("b"))[-1].state
+    effects = step(state, sdk("result")).effects
+    deltas = next(i for i, e in enumerate(effects) if isinstance(e, ApplyFeatureDeltas))
+    drain = next(i for i, e in enumerate(effects) if isinstance(e, SendTurn))
+    assert deltas < drain
+
+
+def test_the_sdk_assigned_session_id_is_saved_and_used_to_resume() -> None:
+    steps = run_events(
+        Send("a"), RunStarted(), sdk("init", session_id="s-1"), sdk("result"), Stop(), RunClosed(), Send("b")
+    )
+    assert SaveSessionId("s-1") in steps[2].effects
+    assert steps[-1].effects == (StartRun(2, "s-1"),)
+    assert step(initial_state("loaded"), Send("x")).effects == (StartRun(1, "loaded"),)
+
+
+def test_a_start_failure_returns_to_idle_reports_the_turn_and_keeps_the_queue() -> None:
+    steps = run_events(Send("a"), Enqueue("b"), RunStartFailed("boom"))
+    assert steps[-1].effects == (ReportTurnFailed("a", "boom"),)
+    assert steps[-1].state.lifecycle == Idle()
+    assert steps[-1].state.queue == ("b",)
+
+
+def test_interrupt_only_touches_an_open_run() -> None:
+    assert step(initial_state(), Interrupt()).effects == ()
+    state = run_events(Send("a"), RunStarted())[-1].state
+    assert step(state, Interrupt()).effects == (InterruptRun(1),)
+
+
+@pytest.mark.parametrize(
+    "event", [RunStarted(), RunStartFailed("x"), RunClosed(), sdk("result"), sdk("init", session_id="s")]
+)
+def test_engine_events_without_a_run_are_invariant_failures(event: ChatSessionEvent) -> None:
+    with pytest.raises(InvariantError):
+        step(initial_state(), event)
+
+
+def test_a_task_message_is_emitted_and_nothing_else() -> None:
+    state = run_events(Send("a"), RunStarted())[-1].state
+    task = {"type": "task", "session_id": "", "uuid": "u", "task": {"phase": "started", "taskId": "t", "status": "running"}}
+    result = step(state, SdkMessageArrived(task))  # type: ignore[arg-type]
+    assert result.effects == (Emit("task", task),)
+    assert result.state == state
+
+
+# --- The property: no accepted text is ever lost or duplicated ---------------------
+
+
+def texts_of(turn: str) -> list[str]:
+    return turn.split(QUEUE_SEPARATOR)
+
+
+class ChatSessionLedger(RuleBasedStateMachine):
+    """Random event sequences against the model. Every text the session accepted (a send
+    it accepted, or an enqueue) is, at every moment, in exactly one place: sent in a turn,
+    waiting in the queue or as a starting run's first turn, reported failed, or discarded
+    by a deliberate stop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = initial_state()
+        self.accepted: Counter[str] = Counter()
+        self.sent: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.discarded: Counter[str] = Counter()
+        self.counter = 0
+        self.runs_asked = 0
+        self.close_pending = False
+
+    def fresh_text(self) -> str:
+        self.counter += 1
+        return f"m{self.counter}"
+
+    def apply(self, event: ChatSessionEvent) -> ChatSessionStep:
+        before = self.state
+        result = step(before, event)
+        self.state = result.state
+        if isinstance(event, Stop | ResetSession) and CloseRun(before.runs_started) in result.effects:
+            self.discarded.update(before.queue)
+        for effect in result.effects:
+            self.account(effect)
+        return result
+
+    def account(self, effect: Effect) -> None:
+        match effect:
+            case SendTurn(run=run, text=text):
+                assert run == self.state.runs_started, "turns go onto the current run"
+                self.sent.update(texts_of(text))
+            case ReportTurnFailed(text=text):
+                self.failed.update(texts_of(text))
+            case StartRun(run=run):
+                self.runs_asked += 1
+                assert run == self.runs_asked, "runs are numbered in order"
+            case CloseRun():
+                self.close_pending = True
+            case _:
+                pass
+
+    @rule()
+    def send(self) -> None:
+        text = self.fresh_text()
+        could = can_accept_send(self.state)
+        result = self.apply(Send(text))
+        assert result.accepted is could
+        if result.accepted:
+            self.accepted[text] += 1
+
+    @rule()
+    def enqueue(self) -> None:
+        text = self.fresh_text()
+        self.apply(Enqueue(text))
+        self.accepted[text] += 1
+
+    @rule(event=st.sampled_from([Stop(), Restart(), ResetSession(), Interrupt()]))
+    def caller(self, event: ChatSessionEvent) -> None:
+        self.apply(event)
+
+    @precondition(lambda self: isinstance(self.state.lifecycle, Starting))
+    @rule(ok=st.booleans())
+    def start_outcome(self, ok: bool) -> None:
+        self.apply(RunStarted() if ok else RunStartFailed("no"))
+
+    @precondition(lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING))
+    @rule(kind=st.sampled_from(["init", "assistant", "result"]))
+    def message(self, kind: EngineName) -> None:
+        self.apply(sdk(kind, "text", "s-1"))
+
+    @precondition(lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING))
+    @rule()
+    def run_ends(self) -> None:
+        self.close_pending = False
+        self.apply(RunClosed())
+
+    @invariant()
+    def nothing_lost_or_duplicated(self) -> None:
+        waiting = Counter(self.state.queue)
+        if self.state.first_turn is not None:
+            waiting.update(texts_of(self.state.first_turn))
+        assert self.sent + waiting + self.failed + self.discarded == self.accepted
+
+    @invariant()
+    def state_is_coherent(self) -> None:
+        lifecycle = self.state.lifecycle
+        assert (self.state.first_turn is not None) == isinstance(lifecycle, Starting)
+        assert not self.state.run_closed or lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+        if lifecycle.phase is Phase.STOPPING:
+            assert self.state.run_closed, "stopping always closed its run"
+
+
+ChatSessionLedger.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+test_chat_session_ledger = ChatSessionLedger.TestCase

@@ -1,0 +1,185 @@
+"""The thread session model and the pool's pure decisions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from beebox_spec.errors import InvariantError
+from beebox_spec.lifecycle import Idle, Phase, Ready
+from beebox_spec.thread_pool import (
+    MAX_AGE,
+    MAX_MESSAGES,
+    REMINDER,
+    CloseRun,
+    Emit,
+    LogSkip,
+    Park,
+    RunClosed,
+    RunNotReadyError,
+    RunStarted,
+    RunStartFailed,
+    SdkMessageArrived,
+    Send,
+    SendTurn,
+    SessionBusyError,
+    SettleTurn,
+    StartRun,
+    Stop,
+    ThreadEvent,
+    ThreadRecord,
+    ThreadSessionState,
+    ThreadStep,
+    compose_turn,
+    initial_thread_state,
+    plan_send,
+    record_after_failure,
+    record_after_success,
+    should_rotate,
+    step,
+)
+from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def sdk(run: int, engine: EngineName, text: str = "", session_id: str = "") -> SdkMessageArrived:
+    return SdkMessageArrived(run, scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1))
+
+
+def run_events(*events: ThreadEvent, state: ThreadSessionState | None = None) -> list[ThreadStep]:
+    current = state or initial_thread_state()
+    steps = []
+    for event in events:
+        result = step(current, event)
+        steps.append(result)
+        current = result.state
+    return steps
+
+
+def test_a_send_while_busy_raises_session_busy_error() -> None:
+    starting = run_events(Send("a"))[-1].state
+    with pytest.raises(SessionBusyError, match="Session is busy"):
+        step(starting, Send("b"))
+    streaming = step(starting, RunStarted()).state
+    with pytest.raises(SessionBusyError):
+        step(streaming, Send("b"))
+
+
+def test_a_send_in_the_close_window_raises_run_not_ready() -> None:
+    # The run's handle is closed but its close handler has not brought the phase to idle.
+    state = ThreadSessionState(lifecycle=Ready(1), run_closed=True, runs_started=1)
+    with pytest.raises(RunNotReadyError, match="Run not ready after start"):
+        step(state, Send("b"))
+
+
+def test_a_fresh_session_sends_the_text_as_is_and_a_resumed_one_adds_the_reminder() -> None:
+    assert run_events(Send("a"), RunStarted())[-1].effects == (SendTurn(1, "a"),)
+    resumed = initial_thread_state(session_id="s-1")
+    steps = run_events(Send("a"), RunStarted(), state=resumed)
+    assert steps[0].effects == (StartRun(1, "s-1"),)
+    assert steps[1].effects == (SendTurn(1, "a" + REMINDER),)
+
+
+def test_the_session_link_follows_the_reminder_when_a_view_base_exists() -> None:
+    turn = compose_turn("a", "s-1", "https://box.example/chat")
+    assert turn == "a" + REMINDER + "\n[Session link: https://box.example/chat?session=s-1]"
+    assert compose_turn("a", None, "https://box.example/chat") == "a"
+
+
+def test_chat_responses_are_delivered_as_soon_as_they_are_complete() -> None:
+    state = run_events(Send("a"), RunStarted())[-1].state
+    first = step(state, sdk(1, "assistant", "<chat-response> hello </chat-response><chat-resp"))
+    assert Emit("chat-response", "hello") in first.effects
+    second = step(first.state, sdk(1, "assistant", "onse>more</chat-response>"))
+    assert Emit("chat-response", "more") in second.effects
+    done = step(second.state, sdk(1, "result"))
+    assert done.effects[-3:] == (
+        Emit("turn-text", "<chat-response> hello </chat-response><chat-response>more</chat-response>"),
+        Emit("done"),
+        SettleTurn("done"),
+    )
+    assert done.state.lifecycle.phase is Phase.READY
+
+
+def test_stream_events_and_tasks_are_logged_skips() -> None:
+    state = run_events(Send("a"), RunStarted())[-1].state
+    stream_event = {"type": "stream_event", "session_id": "s", "uuid": "u", "event": {}, "parent_tool_use_id": None}
+    result = step(state, SdkMessageArrived(1, stream_event))  # type: ignore[arg-type]
+    assert result.effects == (LogSkip("stream_event"),)
+
+
+def test_park_closes_straight_to_idle_and_keeps_the_session_id() -> None:
+    steps = run_events(Send("a"), RunStarted(), sdk(1, "init", session_id="s-1"), Park())
+    park = steps[-1]
+    assert park.effects == (CloseRun(1), SettleTurn("closed"))
+    assert park.state.lifecycle == Idle()
+    assert park.state.session_id == "s-1"
+    # The parked run's stream ends later; the session has moved on and only hears "close".
+    assert step(park.state, RunClosed(1)).effects == (Emit("close"),)
+
+
+def test_stop_forgets_the_session_id() -> None:
+    steps = run_events(Send("a"), RunStarted(), sdk(1, "init", session_id="s-1"), sdk(1, "result"), Stop())
+    assert steps[-1].state.session_id is None
+    assert steps[-1].effects == (CloseRun(1),)
+
+
+def test_a_run_ending_on_its_own_settles_the_turn_as_closed() -> None:
+    steps = run_events(Send("a"), RunStarted(), RunClosed(1))
+    assert steps[-1].effects == (Emit("close"), SettleTurn("closed"))
+    assert steps[-1].state.lifecycle == Idle()
+
+
+def test_a_start_failure_settles_the_turn() -> None:
+    steps = run_events(Send("a"), RunStartFailed("boom"))
+    assert steps[-1].effects == (SettleTurn("start-failed", "boom"),)
+    assert steps[-1].state.lifecycle == Idle()
+
+
+@pytest.mark.parametrize("event", [RunStarted(), RunStartFailed("x"), RunClosed(1)])
+def test_engine_events_nobody_asked_for_are_invariant_failures(event: ThreadEvent) -> None:
+    with pytest.raises(InvariantError):
+        step(initial_thread_state(), event)
+
+
+def record(count: int = 1, created: datetime = NOW, session_id: str = "s-1") -> ThreadRecord:
+    return ThreadRecord(sessionId=session_id, createdAt=created.isoformat(), lastUsedAt=created.isoformat(), messageCount=count)
+
+
+def test_rotation_happens_at_fifty_messages_or_a_day() -> None:
+    assert not should_rotate(record(MAX_MESSAGES - 1), NOW)
+    assert should_rotate(record(MAX_MESSAGES), NOW)
+    assert not should_rotate(record(created=NOW - MAX_AGE + timedelta(seconds=1)), NOW)
+    assert should_rotate(record(created=NOW - MAX_AGE), NOW)
+    assert should_rotate(ThreadRecord(sessionId="s", createdAt="garbage", lastUsedAt="", messageCount=1), NOW)
+
+
+def test_plan_send_parks_another_thread_and_resumes_unless_rotated() -> None:
+    records = {"t1": record(session_id="s-1"), "t2": record(MAX_MESSAGES, session_id="s-2")}
+    plan = plan_send("t1", records, "t2", NOW)
+    assert (plan.park_thread, plan.resume_session_id, plan.rotated) == ("t1", None, True)
+    plan = plan_send("t1", records, "t1", NOW)
+    assert (plan.park_thread, plan.resume_session_id, plan.rotated) == (None, "s-1", False)
+    plan = plan_send(None, records, "t3", NOW)
+    assert (plan.park_thread, plan.resume_session_id, plan.rotated) == (None, None, False)
+
+
+@given(st.integers(min_value=1, max_value=200), st.integers(min_value=0, max_value=10_000))
+def test_a_success_counts_one_message_and_keeps_the_creation_time(count: int, minutes: int) -> None:
+    later = NOW + timedelta(minutes=minutes)
+    updated = record_after_success(record(count), "s-1", later)
+    assert updated["messageCount"] == count + 1
+    assert updated["createdAt"] == NOW.isoformat()
+    assert updated["lastUsedAt"] == later.isoformat()
+    fresh = record_after_success(record(count), "s-2", later)
+    assert fresh["messageCount"] == 1
+    assert fresh["createdAt"] == later.isoformat()
+
+
+def test_a_failure_deletes_the_thread_record() -> None:
+    records = {"t1": record(), "t2": record()}
+    assert record_after_failure(records, "t1") == {"t2": records["t2"]}
