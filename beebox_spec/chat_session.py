@@ -396,7 +396,7 @@ def _send(state: ChatSessionState, text: str) -> ChatSessionStep:
     # No open run and not idle: the close window. Refuse rather than race a second run.
     if not isinstance(state.lifecycle, Idle):
         return ChatSessionStep(state, accepted=False)
-    starting = next_lifecycle(state.lifecycle, Starting())
+    starting: Lifecycle[int] = next_lifecycle(state.lifecycle, Starting())
     run_number = state.runs_started + 1
     return ChatSessionStep(
         replace(state, lifecycle=starting, first_turn=text, runs_started=run_number),
@@ -426,7 +426,7 @@ def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
     # The engine can only fail a start the session asked for.
     if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
         raise InvariantError(f"run start failed while {state.lifecycle.phase}: no start was asked for")
-    idle = next_lifecycle(state.lifecycle, IDLE)
+    idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     return ChatSessionStep(
         replace(state, lifecycle=idle, first_turn=None),
         (ReportTurnFailed(state.first_turn, reason),),
@@ -467,7 +467,7 @@ def _run_closed(state: ChatSessionState) -> ChatSessionStep:
         raise InvariantError(f"run closed while {state.lifecycle.phase}: there is no run")
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
-    idle = next_lifecycle(state.lifecycle, IDLE)
+    idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     state = replace(state, lifecycle=idle, run_closed=False)
     close = Emit("close", 0 if intentional else None)
     if intentional:

@@ -94,8 +94,8 @@ __all__ = [
 ACCEPTED_WINDOW = timedelta(minutes=10)
 
 # §2.2 `ACCEPTED_SCAN_LIMIT`: how many of the newest `chat-user-message` rows
-# the read considers. The *caller* applies it: it reads the last 50 rows from the
-# bus and hands them to `read_accepted_messages` oldest first.
+# the read considers. The caller reads the last 50 rows from the bus and hands
+# them to `read_accepted_messages` oldest first; the rule looks at no more.
 ACCEPTED_SCAN_LIMIT = 50
 
 # §2.2 `IMAGE_TOKEN_RE` = /\[image#?\d+]/g: a composer's image token, in both
@@ -116,8 +116,9 @@ RECONCILE_LOOKBACK_EXTRA = 5
 # start of the message (the original's /^(<(?:typed|speech)\b)([^>]*>)/).
 _LEADING_TYPED_OR_SPEECH_TAG = re.compile(r"^(<(?:typed|speech)\b)([^>]*>)", re.ASCII)
 
-# §2.2 via the original's `userIdentity` (`cli/lib/session-entry.ts`): the
-# identity attributes of the first `<typed>`/`<speech>`/`<external-input>` tag.
+# §2.2 via the original's `userIdentity` (`cli/lib/session-entry.ts`): an
+# identity attribute of the first `<typed>`/`<speech>`/`<external-input>` tag
+# that carries it.
 _USER_ATTR = re.compile(r'<(?:typed|speech|external-input)\b[^>]*\buser="([^"]*)"', re.ASCII)
 _USER_EMAIL_ATTR = re.compile(
     r'<(?:typed|speech|external-input)\b[^>]*\buser-email="([^"]*)"', re.ASCII

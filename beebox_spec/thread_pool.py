@@ -301,7 +301,7 @@ def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
             # The engine can only fail a start the session asked for.
             if not isinstance(state.lifecycle, Starting):
                 raise InvariantError(f"run start failed while {state.lifecycle.phase}")
-            idle = next_lifecycle(state.lifecycle, IDLE)
+            idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
             return ThreadStep(
                 replace(state, lifecycle=idle, first_turn=None, turn_pending=False),
                 (SettleTurn("start-failed", reason),),
@@ -407,7 +407,7 @@ def _run_closed(state: ThreadSessionState, run: int) -> ThreadStep:
         if not 1 <= run <= state.runs_started:
             raise InvariantError(f"run {run} closed but was never started")
         return ThreadStep(state, (Emit("close"),))
-    idle = next_lifecycle(state.lifecycle, IDLE)
+    idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     effects: list[ThreadEffect] = [Emit("close")]
     if state.turn_pending:
         effects.append(SettleTurn("closed"))

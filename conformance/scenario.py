@@ -148,6 +148,7 @@ class _SpecChatDriver:
     def __init__(self) -> None:
         self.state = chat_session.initial_state()
         self.runs: list[list[str]] = []
+        self.run_index: dict[int, int] = {}
         self.announced_session = ""
         self.messages = 0
 
@@ -184,15 +185,17 @@ class _SpecChatDriver:
         accepted: bool | None = None
         while events:
             event = events.popleft()
-            if isinstance(event, chat_session.RunStarted):
-                self.runs.append([])
             result = chat_session.step(self.state, event)
             self.state = result.state
+            if isinstance(event, chat_session.RunStarted):
+                # Listed once the engine reports it started; failed starts are never listed.
+                self.run_index[self.state.runs_started] = len(self.runs)
+                self.runs.append([])
             if event is first:
                 accepted = result.accepted
             for effect in result.effects:
                 if isinstance(effect, chat_session.SendTurn):
-                    self.runs[effect.run - 1].append(effect.text)
+                    self.runs[self.run_index[effect.run]].append(effect.text)
                 elif isinstance(effect, chat_session.CloseRun):
                     # Convention: closing a run ends its message stream at once.
                     events.append(chat_session.RunClosed())
@@ -215,6 +218,7 @@ class _SpecThreadDriver:
     def __init__(self) -> None:
         self.state = thread_pool.initial_thread_state()
         self.runs: list[list[str]] = []
+        self.run_index: dict[int, int] = {}
         self.announced_session = ""
         self.messages = 0
 
@@ -248,13 +252,15 @@ class _SpecThreadDriver:
         events: deque[thread_pool.ThreadEvent] = deque([first])
         while events:
             event = events.popleft()
-            if isinstance(event, thread_pool.RunStarted):
-                self.runs.append([])
             result = thread_pool.step(self.state, event)
             self.state = result.state
+            if isinstance(event, thread_pool.RunStarted):
+                # Listed once the engine reports it started; failed starts are never listed.
+                self.run_index[self.state.runs_started] = len(self.runs)
+                self.runs.append([])
             for effect in result.effects:
                 if isinstance(effect, thread_pool.SendTurn):
-                    self.runs[effect.run - 1].append(effect.text)
+                    self.runs[self.run_index[effect.run]].append(effect.text)
                 elif isinstance(effect, thread_pool.CloseRun):
                     events.append(thread_pool.RunClosed(effect.run))
 

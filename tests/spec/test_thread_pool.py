@@ -41,6 +41,7 @@ from beebox_spec.thread_pool import (
     should_rotate,
     step,
 )
+from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -107,9 +108,17 @@ def test_chat_responses_are_delivered_as_soon_as_they_are_complete() -> None:
 
 def test_stream_events_and_tasks_are_logged_skips() -> None:
     state = run_events(Send("a"), RunStarted())[-1].state
-    stream_event = {"type": "stream_event", "session_id": "s", "uuid": "u", "event": {}, "parent_tool_use_id": None}
-    result = step(state, SdkMessageArrived(1, stream_event))  # type: ignore[arg-type]
-    assert result.effects == (LogSkip("stream_event"),)
+    stream_event: StreamEventMessage = {
+        "type": "stream_event", "session_id": "s-1", "uuid": "u", "event": {}, "parent_tool_use_id": None
+    }  # fmt: skip
+    result = step(state, SdkMessageArrived(1, stream_event))
+    # The session id is captured first, whatever the message; then the message is skipped.
+    assert result.effects == (Emit("session", "s-1"), LogSkip("stream_event"))
+    task: TaskMessage = {
+        "type": "task", "session_id": "s-1", "uuid": "u",
+        "task": {"phase": "started", "taskId": "t", "status": "running"},
+    }  # fmt: skip
+    assert step(result.state, SdkMessageArrived(1, task)).effects == (LogSkip("task"),)
 
 
 def test_park_closes_straight_to_idle_and_keeps_the_session_id() -> None:

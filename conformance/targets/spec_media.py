@@ -1,0 +1,111 @@
+"""The spec (`beebox_spec.media`, `beebox_spec.transcript`) as a conformance target.
+
+Handlers for the photo and transcript-reading kinds of `CONFORMANCE.md`. Each is a
+thin call into the spec: it narrows the case's JSON input, calls one spec function
+and shapes the answer as the kind's `expect`. Transcript lines arrive as strings
+(after `$json` expansion) and are conceptually written to a file joined by "\\n", so
+they go through `split_transcript_lines` exactly as a file's text would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from beebox_spec.media import (
+    MediaEntryRef,
+    MediaRef,
+    encode_media_ref,
+    extract_media,
+    find_line_by_uuid,
+    parse_media_ref_or_none,
+    transform_content,
+)
+from beebox_spec.transcript import (
+    entries_from_lines,
+    read_transcript_lines,
+    split_transcript_lines,
+)
+from conformance.targets import HandlerTable
+
+__all__ = ["HANDLERS"]
+
+
+def _file_lines(case_input: dict[str, Any]) -> list[str]:
+    # The case's lines as a transcript file holds them: joined by "\n", read back.
+    lines = case_input["lines"]
+    assert isinstance(lines, list)
+    assert all(isinstance(line, str) for line in lines)
+    return split_transcript_lines("\n".join(lines))
+
+
+def _media_ref_parse(case_input: Any) -> Any:
+    assert isinstance(case_input, str)
+    return parse_media_ref_or_none(case_input)
+
+
+def _media_ref_encode(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    ref: MediaRef = {
+        "sessionId": case_input["sessionId"],
+        "entryUuid": case_input["entryUuid"],
+        "index": case_input["index"],
+    }
+    return encode_media_ref(ref)
+
+
+def _content_transform(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    raw_ref = case_input["mediaRef"]
+    media_ref: MediaEntryRef | None = (
+        None
+        if raw_ref is None
+        else {"sessionId": raw_ref["sessionId"], "entryUuid": raw_ref["entryUuid"]}
+    )
+    return transform_content(case_input["content"], media_ref)
+
+
+def _transcript_read_lines(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    return [
+        {
+            "lineNumber": line["lineNumber"],
+            "kind": line["kind"],
+            "mediaStripped": line["kind"] == "parseable" and line["mediaStripped"],
+        }
+        for line in read_transcript_lines(_file_lines(case_input))
+    ]
+
+
+def _transcript_entries(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    return entries_from_lines(case_input["sessionId"], _file_lines(case_input))
+
+
+def _media_find_line(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    return find_line_by_uuid(_file_lines(case_input), case_input["uuid"])
+
+
+def _media_extract(case_input: Any) -> Any:
+    assert isinstance(case_input, dict)
+    result = extract_media(case_input["line"], case_input["index"])
+    if not result["ok"]:
+        return {"ok": False, "reason": result["reason"]}
+    return {
+        "ok": True,
+        "mediaType": result["mediaType"],
+        "sha256": hashlib.sha256(result["data"]).hexdigest(),
+        "size": len(result["data"]),
+    }
+
+
+HANDLERS: HandlerTable = {
+    "media-ref/parse": _media_ref_parse,
+    "media-ref/encode": _media_ref_encode,
+    "content/transform": _content_transform,
+    "transcript/read-lines": _transcript_read_lines,
+    "transcript/entries": _transcript_entries,
+    "media/find-line": _media_find_line,
+    "media/extract": _media_extract,
+}
