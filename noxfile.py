@@ -59,4 +59,3 @@ def docs(session: nox.Session) -> None:
     install(session)
     with open("docs/phases.md", "w", encoding="utf-8") as out:
         session.run("python", "-m", "beebox_spec", "--markdown", stdout=out)
-

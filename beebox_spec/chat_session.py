@@ -425,7 +425,9 @@ def _run_started(state: ChatSessionState) -> ChatSessionStep:
 def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
     # The engine can only fail a start the session asked for.
     if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
-        raise InvariantError(f"run start failed while {state.lifecycle.phase}: no start was asked for")
+        raise InvariantError(
+            f"run start failed while {state.lifecycle.phase}: no start was asked for"
+        )
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     return ChatSessionStep(
         replace(state, lifecycle=idle, first_turn=None),

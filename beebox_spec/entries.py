@@ -33,7 +33,7 @@ __all__ = [
 
 # A value as `json.loads` returns it. Transcript lines are read into this shape and
 # narrowed with isinstance checks, never trusted.
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 # §2.4: the most entries one history read returns, and one journal page.
@@ -94,4 +94,6 @@ class SessionHistory(TypedDict):
 
 def entry_text(entry: SessionEntry) -> str:
     """The entry's text blocks concatenated with no separator (§2.5 `entryText`)."""
-    return "".join(block.get("text", "") for block in entry["content"] if block.get("type") == "text")
+    return "".join(
+        block.get("text", "") for block in entry["content"] if block.get("type") == "text"
+    )

@@ -37,7 +37,9 @@ def render_text() -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = ["Chat run phases", ""]
     for row in rows:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+        lines.append(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        )
     lines += ["", "Legal transitions (anything else raises InvariantError)", ""]
     for source in Phase:
         targets = ", ".join(t.value for t in Phase if t in LEGAL_TRANSITIONS[source])

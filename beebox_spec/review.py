@@ -919,11 +919,22 @@ def redact_credentials(text: str) -> str:
     """`text` with every credential shape replaced by `REDACTED_CREDENTIAL`.
 
     Overlapping or touching findings (a JWT segment is also a long run) are
-    merged and replaced once.
+    merged and replaced once. Replacing can expose a new shape — a key glued
+    to the end of another (`…0sk-…` has no word boundary before `sk-`; after
+    the first is redacted, `]sk-…` has one) — so the result is scanned again
+    until no shape remains. This ends: a finding never includes the marker's
+    characters, so each round removes text that was there before.
     """
-    spans = sorted((finding.start, finding.end) for finding in scan_credentials(text))
+    while findings := scan_credentials(text):
+        text = _replace_spans(text, [(finding.start, finding.end) for finding in findings])
+    return text
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Replace the union of `spans` with one marker per merged stretch."""
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
+    for start, end in sorted(spans):
+        # Overlapping or touching: one stretch.
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:

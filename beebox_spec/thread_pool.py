@@ -214,7 +214,9 @@ class RunClosed:
     run: int
 
 
-ThreadEvent: TypeAlias = Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed
+ThreadEvent: TypeAlias = (
+    Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed
+)
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,9 @@ class LogSkip:
     message_type: Literal["stream_event", "task"]
 
 
-ThreadEmitted: TypeAlias = Literal["session", "chat-response", "turn-text", "done", "message", "close"]
+ThreadEmitted: TypeAlias = Literal[
+    "session", "chat-response", "turn-text", "done", "message", "close"
+]
 
 
 @dataclass(frozen=True)
@@ -323,7 +327,9 @@ def _send(state: ThreadSessionState, text: str) -> ThreadStep:
     if run is not None and not state.run_closed:
         streaming = next_lifecycle(state.lifecycle, Streaming(run))
         return ThreadStep(
-            replace(state, lifecycle=streaming, turn_text="", response_buffer="", turn_pending=True),
+            replace(
+                state, lifecycle=streaming, turn_text="", response_buffer="", turn_pending=True
+            ),
             (SendTurn(run, turn),),
         )
     # The close window: no open run, and the phase has not come back to idle.

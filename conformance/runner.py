@@ -80,16 +80,24 @@ def _show(value: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
 
 
-def _run_case(vectors: VectorFile, handlers: HandlerTable, name: str, given: Any, expect: Any) -> CaseFailure | None:
+def _run_case(
+    vectors: VectorFile, handlers: HandlerTable, name: str, given: Any, expect: Any
+) -> CaseFailure | None:
     handler = handlers[vectors.kind]
     try:
         got = handler(given)
     except Exception as error:  # a crash in the target is that case's failure, not the run's
-        return CaseFailure(vectors.path, name, f"expected {_show(expect)}, raised {type(error).__name__}: {error}")
+        return CaseFailure(
+            vectors.path, name, f"expected {_show(expect)}, raised {type(error).__name__}: {error}"
+        )
     difference = first_difference(expect, got)
     if difference is None:
         return None
-    return CaseFailure(vectors.path, name, f"expected {_show(expect)}, got {_show(got)}; first difference at {difference}")
+    return CaseFailure(
+        vectors.path,
+        name,
+        f"expected {_show(expect)}, got {_show(got)}; first difference at {difference}",
+    )
 
 
 def run_files(paths: Iterable[Path], handlers: HandlerTable) -> RunReport:
@@ -102,7 +110,13 @@ def run_files(paths: Iterable[Path], handlers: HandlerTable) -> RunReport:
             report.record(CaseFailure(path, None, f"cannot parse: {error}"))
             continue
         if vectors.kind not in handlers:
-            report.record(CaseFailure(path, None, f"unknown kind {vectors.kind!r} ({len(vectors.cases)} cases not run)"))
+            report.record(
+                CaseFailure(
+                    path,
+                    None,
+                    f"unknown kind {vectors.kind!r} ({len(vectors.cases)} cases not run)",
+                )
+            )
             continue
         for case in vectors.cases:
             report.record(_run_case(vectors, handlers, case.name, case.input, case.expect))

@@ -41,7 +41,14 @@ __all__ = [
 CallName: TypeAlias = Literal["send", "enqueue", "stop", "restart", "resetSession", "park"]
 EngineName: TypeAlias = Literal["started", "startFailed", "init", "assistant", "result", "closed"]
 _CALLS: tuple[CallName, ...] = ("send", "enqueue", "stop", "restart", "resetSession", "park")
-_ENGINE: tuple[EngineName, ...] = ("started", "startFailed", "init", "assistant", "result", "closed")
+_ENGINE: tuple[EngineName, ...] = (
+    "started",
+    "startFailed",
+    "init",
+    "assistant",
+    "result",
+    "closed",
+)
 
 # The text a scripted start failure reports.
 START_FAILURE_REASON = "scripted start failure"
@@ -93,7 +100,9 @@ def parse_steps(raw_steps: Any) -> list[Step]:
                 raise ScenarioError(f"step {number}: init needs a sessionId")
             steps.append(EngineStep(engine, text, session_id))
         else:
-            raise ScenarioError(f"step {number} is neither a known call nor a known engine step: {raw!r}")
+            raise ScenarioError(
+                f"step {number} is neither a known call nor a known engine step: {raw!r}"
+            )
     return steps
 
 

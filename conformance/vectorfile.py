@@ -126,7 +126,10 @@ def first_difference(expected: Any, got: Any, where: str = "$") -> str | None:
         return None if type(expected) is type(got) and expected == got else where
     if isinstance(expected, int | float) and isinstance(got, int | float):
         same = expected == got or (
-            isinstance(expected, float) and isinstance(got, float) and math.isnan(expected) and math.isnan(got)
+            isinstance(expected, float)
+            and isinstance(got, float)
+            and math.isnan(expected)
+            and math.isnan(got)
         )
         return None if same else where
     if isinstance(expected, list) and isinstance(got, list):
@@ -134,7 +137,9 @@ def first_difference(expected: Any, got: Any, where: str = "$") -> str | None:
             difference = first_difference(left, right, f"{where}[{index}]")
             if difference is not None:
                 return difference
-        return None if len(expected) == len(got) else f"{where} (length {len(expected)} vs {len(got)})"
+        return (
+            None if len(expected) == len(got) else f"{where} (length {len(expected)} vs {len(got)})"
+        )
     if isinstance(expected, dict) and isinstance(got, dict):
         for key in sorted(set(expected) | set(got)):
             if key not in expected or key not in got:

@@ -17,7 +17,10 @@ def _transition(case: Any) -> dict[str, bool]:
 
 def _flags(case: Any) -> dict[str, bool]:
     phase = Phase(case["phase"])
-    return {"running": is_running(phase), "busy": is_busy(phase, was_busy=bool(case.get("wasBusy", False)))}
+    return {
+        "running": is_running(phase),
+        "busy": is_busy(phase, was_busy=bool(case.get("wasBusy", False))),
+    }
 
 
 HANDLERS: HandlerTable = {

@@ -47,10 +47,14 @@ from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 def sdk(engine: EngineName, text: str = "", session_id: str = "") -> SdkMessageArrived:
     """An adapted SDK message as the scripted engine emits it."""
-    return SdkMessageArrived(scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1))
+    return SdkMessageArrived(
+        scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1)
+    )
 
 
-def run_events(*events: ChatSessionEvent, state: ChatSessionState | None = None) -> list[ChatSessionStep]:
+def run_events(
+    *events: ChatSessionEvent, state: ChatSessionState | None = None
+) -> list[ChatSessionStep]:
     """Apply events in order; return each step."""
     current = state or initial_state()
     steps = []
@@ -155,7 +159,9 @@ def test_a_drain_in_the_close_window_keeps_the_queue() -> None:
 def test_on_result_busy_flips_off_before_feature_deltas_apply() -> None:
     state = run_events(Send("a"), RunStarted(), sdk("assistant", "done <chat-app x/>"))[-1].state
     result = step(state, sdk("result"))
-    kinds = [type(e).__name__ + (f":{e.event}" if isinstance(e, Emit) else "") for e in result.effects]
+    kinds = [
+        type(e).__name__ + (f":{e.event}" if isinstance(e, Emit) else "") for e in result.effects
+    ]
     assert kinds == ["Emit:message", "Emit:done", "Emit:turn-text", "ApplyFeatureDeltas"]
     # Effects are performed against the state the step returned: not busy, so a listener
     # reacting to `done` or to the features may send.
@@ -173,7 +179,13 @@ def test_drain_comes_after_the_feature_deltas() -> None:
 
 def test_the_sdk_assigned_session_id_is_saved_and_used_to_resume() -> None:
     steps = run_events(
-        Send("a"), RunStarted(), sdk("init", session_id="s-1"), sdk("result"), Stop(), RunClosed(), Send("b")
+        Send("a"),
+        RunStarted(),
+        sdk("init", session_id="s-1"),
+        sdk("result"),
+        Stop(),
+        RunClosed(),
+        Send("b"),
     )
     assert SaveSessionId("s-1") in steps[2].effects
     assert steps[-1].effects == (StartRun(2, "s-1"),)
@@ -194,7 +206,8 @@ def test_interrupt_only_touches_an_open_run() -> None:
 
 
 @pytest.mark.parametrize(
-    "event", [RunStarted(), RunStartFailed("x"), RunClosed(), sdk("result"), sdk("init", session_id="s")]
+    "event",
+    [RunStarted(), RunStartFailed("x"), RunClosed(), sdk("result"), sdk("init", session_id="s")],
 )
 def test_engine_events_without_a_run_are_invariant_failures(event: ChatSessionEvent) -> None:
     with pytest.raises(InvariantError):
@@ -203,7 +216,12 @@ def test_engine_events_without_a_run_are_invariant_failures(event: ChatSessionEv
 
 def test_a_task_message_is_emitted_and_nothing_else() -> None:
     state = run_events(Send("a"), RunStarted())[-1].state
-    task = {"type": "task", "session_id": "", "uuid": "u", "task": {"phase": "started", "taskId": "t", "status": "running"}}
+    task = {
+        "type": "task",
+        "session_id": "",
+        "uuid": "u",
+        "task": {"phase": "started", "taskId": "t", "status": "running"},
+    }
     result = step(state, SdkMessageArrived(task))  # type: ignore[arg-type]
     assert result.effects == (Emit("task", task),)
     assert result.state == state
@@ -241,7 +259,10 @@ class ChatSessionLedger(RuleBasedStateMachine):
         before = self.state
         result = step(before, event)
         self.state = result.state
-        if isinstance(event, Stop | ResetSession) and CloseRun(before.runs_started) in result.effects:
+        if (
+            isinstance(event, Stop | ResetSession)
+            and CloseRun(before.runs_started) in result.effects
+        ):
             self.discarded.update(before.queue)
         for effect in result.effects:
             self.account(effect)
@@ -286,12 +307,16 @@ class ChatSessionLedger(RuleBasedStateMachine):
     def start_outcome(self, ok: bool) -> None:
         self.apply(RunStarted() if ok else RunStartFailed("no"))
 
-    @precondition(lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING))
+    @precondition(
+        lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+    )
     @rule(kind=st.sampled_from(["init", "assistant", "result"]))
     def message(self, kind: EngineName) -> None:
         self.apply(sdk(kind, "text", "s-1"))
 
-    @precondition(lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING))
+    @precondition(
+        lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+    )
     @rule()
     def run_ends(self) -> None:
         self.close_pending = False
@@ -308,10 +333,16 @@ class ChatSessionLedger(RuleBasedStateMachine):
     def state_is_coherent(self) -> None:
         lifecycle = self.state.lifecycle
         assert (self.state.first_turn is not None) == isinstance(lifecycle, Starting)
-        assert not self.state.run_closed or lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+        assert not self.state.run_closed or lifecycle.phase in (
+            Phase.READY,
+            Phase.STREAMING,
+            Phase.STOPPING,
+        )
         if lifecycle.phase is Phase.STOPPING:
             assert self.state.run_closed, "stopping always closed its run"
 
 
-ChatSessionLedger.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+ChatSessionLedger.TestCase.settings = settings(
+    max_examples=200, stateful_step_count=40, deadline=None
+)
 test_chat_session_ledger = ChatSessionLedger.TestCase

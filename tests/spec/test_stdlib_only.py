@@ -24,7 +24,9 @@ def imported_roots(path: Path) -> set[str]:
             roots |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             # Relative imports are banned by ruff; a level > 0 would still be the package itself.
-            roots.add(node.module.split(".")[0] if node.module and node.level == 0 else "beebox_spec")
+            roots.add(
+                node.module.split(".")[0] if node.module and node.level == 0 else "beebox_spec"
+            )
     return roots
 
 

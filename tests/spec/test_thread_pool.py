@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import Idle, Phase, Ready
+from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
     MAX_AGE,
     MAX_MESSAGES,
@@ -41,14 +42,15 @@ from beebox_spec.thread_pool import (
     should_rotate,
     step,
 )
-from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def sdk(run: int, engine: EngineName, text: str = "", session_id: str = "") -> SdkMessageArrived:
-    return SdkMessageArrived(run, scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1))
+    return SdkMessageArrived(
+        run, scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1)
+    )
 
 
 def run_events(*events: ThreadEvent, state: ThreadSessionState | None = None) -> list[ThreadStep]:
@@ -99,7 +101,9 @@ def test_chat_responses_are_delivered_as_soon_as_they_are_complete() -> None:
     assert Emit("chat-response", "more") in second.effects
     done = step(second.state, sdk(1, "result"))
     assert done.effects[-3:] == (
-        Emit("turn-text", "<chat-response> hello </chat-response><chat-response>more</chat-response>"),
+        Emit(
+            "turn-text", "<chat-response> hello </chat-response><chat-response>more</chat-response>"
+        ),
         Emit("done"),
         SettleTurn("done"),
     )
@@ -109,8 +113,12 @@ def test_chat_responses_are_delivered_as_soon_as_they_are_complete() -> None:
 def test_stream_events_and_tasks_are_logged_skips() -> None:
     state = run_events(Send("a"), RunStarted())[-1].state
     stream_event: StreamEventMessage = {
-        "type": "stream_event", "session_id": "s-1", "uuid": "u", "event": {}, "parent_tool_use_id": None
-    }  # fmt: skip
+        "type": "stream_event",
+        "session_id": "s-1",
+        "uuid": "u",
+        "event": {},
+        "parent_tool_use_id": None,
+    }
     result = step(state, SdkMessageArrived(1, stream_event))
     # The session id is captured first, whatever the message; then the message is skipped.
     assert result.effects == (Emit("session", "s-1"), LogSkip("stream_event"))
@@ -132,7 +140,9 @@ def test_park_closes_straight_to_idle_and_keeps_the_session_id() -> None:
 
 
 def test_stop_forgets_the_session_id() -> None:
-    steps = run_events(Send("a"), RunStarted(), sdk(1, "init", session_id="s-1"), sdk(1, "result"), Stop())
+    steps = run_events(
+        Send("a"), RunStarted(), sdk(1, "init", session_id="s-1"), sdk(1, "result"), Stop()
+    )
     assert steps[-1].state.session_id is None
     assert steps[-1].effects == (CloseRun(1),)
 
@@ -156,7 +166,12 @@ def test_engine_events_nobody_asked_for_are_invariant_failures(event: ThreadEven
 
 
 def record(count: int = 1, created: datetime = NOW, session_id: str = "s-1") -> ThreadRecord:
-    return ThreadRecord(sessionId=session_id, createdAt=created.isoformat(), lastUsedAt=created.isoformat(), messageCount=count)
+    return ThreadRecord(
+        sessionId=session_id,
+        createdAt=created.isoformat(),
+        lastUsedAt=created.isoformat(),
+        messageCount=count,
+    )
 
 
 def test_rotation_happens_at_fifty_messages_or_a_day() -> None:
@@ -164,7 +179,9 @@ def test_rotation_happens_at_fifty_messages_or_a_day() -> None:
     assert should_rotate(record(MAX_MESSAGES), NOW)
     assert not should_rotate(record(created=NOW - MAX_AGE + timedelta(seconds=1)), NOW)
     assert should_rotate(record(created=NOW - MAX_AGE), NOW)
-    assert should_rotate(ThreadRecord(sessionId="s", createdAt="garbage", lastUsedAt="", messageCount=1), NOW)
+    assert should_rotate(
+        ThreadRecord(sessionId="s", createdAt="garbage", lastUsedAt="", messageCount=1), NOW
+    )
 
 
 def test_plan_send_parks_another_thread_and_resumes_unless_rotated() -> None:

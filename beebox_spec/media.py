@@ -1,0 +1,881 @@
+"""Photos in a replayed conversation: the strip, the reference, the way back.
+
+Spec sources: `chat-history.md` ("Photos in a replayed conversation") and
+`original-facts.md` §1.1 (the strip rule), §1.3 (`transformContent`), §1.4 (the
+reference grammar), §1.5 (finding the line again, as departed from by `DESIGN.md`
+§5) and §1.6 (extracting one photo). "JSON" means RFC 8259 JSON as JavaScript's
+`JSON.parse` reads it (`original-facts.md`, preamble).
+
+A photo attached in chat lives only inside its transcript line, as base64. The
+history read strips those payloads textually (it never parses a line bigger than
+`MAX_SESSION_LINE_BYTES`, `beebox_spec.transcript`), and a stripped image comes
+back as a *reference* instead of a placeholder, so the client can fetch that one
+photo later, lazily. The rules, in reading order:
+
+1. **The strip rule** (§1.1). `BASE64_PAYLOAD_RE` is the original's pattern,
+   ``"(data|base64)":"([0-9+/=A-Za-z]{1024,})"``. `strip_inline_media` replaces the
+   payload (group 2) of every match with `STRIPPED_MEDIA_MARKER`, keeping the key,
+   and answers None when nothing matched. It is purely textual. On the compact JSON
+   Claude Code writes (no whitespace around `:`) its meaning is: *every* object
+   member named `data` or `base64` whose value is a string of at least 1,024
+   characters from the base64 alphabet becomes the marker — image `source.data`
+   at any depth (top level, nested in a `tool_result`), document (PDF) payloads,
+   `toolUseResult.file.base64`. A value with any other character (a `data:` URL
+   prefix, a `\\/` escape) or pretty-printed JSON does not match. Text that merely
+   *contains* `"data":"…` cannot match: inside a JSON string its quotes are
+   escaped. The alphabet needs no JSON escaping and the marker is in it, so a
+   stripped valid line stays valid JSON; the marker is 16 characters, so it never
+   re-matches.
+2. **The reference** (§1.4). `<sessionId>/<entryUuid>/<index>`: both ids 1–64
+   ASCII letters, digits, `_` or `-` (no `.`, no `/`: they become a file path);
+   the index 1–3 ASCII digits, at most `MAX_IMAGE_INDEX` (so `"007"` reads as 7 and
+   is re-encoded `"7"`). Exactly three parts. `parse_media_ref` raises
+   `MalformedMediaRef` naming the rule that failed; `parse_media_ref_or_none` is the
+   wire's answer, one null for every failure (the route says nothing specific).
+   `encode_media_ref` is the plain join, and refuses a reference `parse_media_ref`
+   would refuse.
+3. **The one enumeration** (`chat-history.md`). `image_blocks(content)`: the
+   object blocks of `message.content` whose `type` is `"image"`, in document order.
+   The index of a reference is a position in this list; minting and following back
+   both use it, so they cannot drift. Images nested in a `tool_result`, documents
+   and `toolUseResult` are not in it: they are stripped but never addressable.
+4. **Minting** (§1.3). `transform_content(content, media_ref)` turns raw
+   `message.content` into wire blocks. An image block whose `source` is base64 with
+   `data` equal to the marker — an image the strip actually took out — becomes
+   `{type: "image", imageRef}` when the caller names the line (`media_ref`, given
+   only for stripped lines). A failed upload (base64 source with empty or missing
+   `data`) is `IMAGE_NOT_DISPLAYED` text and never gets a reference, so one turn can
+   carry a stripped photo (a reference) and a failed upload (a placeholder).
+5. **Finding the line** (§1.5 as departed from by `DESIGN.md` §5).
+   `find_line_by_uuid(lines, uuid)`: the lines holding the needle ``"uuid":"<id>"``
+   are candidates, in file order; a candidate counts only if it parses as a JSON
+   object whose *own* top-level `uuid` is the id. A `parentUuid` never holds the
+   needle (a letter precedes its quote); a progress line embedding a copy of the
+   message holds it nested, and is passed over. A candidate longer than
+   `MAX_MEDIA_LINE_BYTES` (UTF-8) answers `too-large` at once: it is not parsed,
+   so it cannot be ruled out. A candidate that does not parse (a half-written last
+   line, a torn write) cannot show its own uuid and is passed over; when nothing
+   else matches the answer is `not-found`. (The original answered such a line
+   "found" and its extraction then failed `unparsable`: both are the route's 404.)
+6. **Following back** (§1.6). `extract_media(line, index)` detaches every payload
+   the strip rule would match, putting the token `cb-media-slot-<n>` in its place
+   (n counts matches from 0), parses what is left (`unparsable` if it is not
+   JSON), takes the `index`-th of `image_blocks(message.content)` (`no-such-image`
+   when there is none or its `source` is not an object) and requires its
+   `source.data` to be exactly the token of an existing slot (`no-payload`
+   otherwise: a failed upload, a short inline image that was never a payload, a
+   marker left by an earlier strip). Only that payload is decoded. The media type
+   is `source.media_type` when it is in `SERVABLE_MEDIA_TYPES`, else
+   `application/octet-stream`.
+
+Decisions where the sources are silent or the original's JavaScript leaks through
+(each is marked in the code too):
+
+- **Base64 decoding** follows the original's `Buffer.from(payload, "base64")`:
+  the data ends at the first `=`; a final group of 2 or 3 characters yields 1 or 2
+  bytes, a lone final character yields nothing; leftover bits are ignored.
+- **Slot tokens** are read canonically: ``cb-media-slot-`` and a decimal without
+  leading zeros. (The original's `Number()` also read `""`, `" 1"`, `"1e0"`; the
+  detach step never writes those.) Inherited limitation: a short `data` value that
+  literally reads ``cb-media-slot-<n>`` would be taken for slot n of the same line.
+- **A reference is minted only if it parses** (ours): a stripped image on a line
+  whose ids fall outside the grammar (an entry without a uuid, an id with a `.`),
+  or past index 999, reads `IMAGE_NOT_DISPLAYED` rather than carrying a reference
+  that could only answer 400. The original skipped minting only for an empty uuid.
+- **JavaScript values**: the original reads fields with `String(x || "")`,
+  template literals, `.length`, `.substring` and `JSON.stringify`. The appendix at
+  the end of this module states those readings for JSON values (truthiness,
+  `String()` of numbers and arrays, UTF-16 lengths, property order). One departure:
+  a cut never splits a surrogate pair (the pair is left out whole), so a summary is
+  always valid Unicode; JavaScript would leave half a character.
+"""
+
+from __future__ import annotations
+
+import binascii
+import decimal
+import json
+import math
+import re
+from collections.abc import Sequence
+from enum import Enum
+from typing import Final, Literal, TypeAlias, TypedDict
+
+from beebox_spec.entries import (
+    IMAGE_NOT_DISPLAYED,
+    JsonObject,
+    JsonValue,
+    SessionContentBlock,
+)
+from beebox_spec.errors import SpecRejection
+
+__all__ = [
+    "BASE64_PAYLOAD_RE",
+    "MAX_IMAGE_INDEX",
+    "MAX_MEDIA_LINE_BYTES",
+    "OCTET_STREAM",
+    "SERVABLE_MEDIA_TYPES",
+    "SESSION_MEDIA_ROUTE",
+    "SLOT_PREFIX",
+    "STRIPPED_MEDIA_MARKER",
+    "ExtractFailureReason",
+    "ExtractResult",
+    "LineFound",
+    "LineLookup",
+    "LineNotFound",
+    "MalformedMediaRef",
+    "MediaEntryRef",
+    "MediaExtracted",
+    "MediaNotExtracted",
+    "MediaRef",
+    "UnparsableJson",
+    "decode_base64_payload",
+    "encode_media_ref",
+    "extract_media",
+    "find_line_by_uuid",
+    "image_blocks",
+    "is_image_block",
+    "js_json_stringify",
+    "js_string",
+    "js_string_or_empty",
+    "js_trim",
+    "js_truthy",
+    "message_content",
+    "parse_json_object_or_none",
+    "parse_json_text",
+    "parse_media_ref",
+    "parse_media_ref_or_none",
+    "strip_inline_media",
+    "summarize_tool_input",
+    "summarize_tool_result",
+    "transform_content",
+    "utf8_length",
+    "utf16_length",
+    "utf16_prefix",
+]
+
+
+# ---------------------------------------------------------------------------------
+# 1. The strip rule (§1.1)
+# ---------------------------------------------------------------------------------
+
+# The original's `BASE64_PAYLOAD_RE`. Group 1 is the key, group 2 the payload. The
+# classes are spelled out ASCII ranges (`[0-9]`, never `\d`), so no other script's
+# digits count. Shared by the strip and the extraction: one definition of a payload.
+BASE64_PAYLOAD_RE: Final = re.compile(r'"(data|base64)":"([0-9+/=A-Za-z]{1024,})"')
+
+# What the strip leaves where a payload was: base64-alphabet only (the line stays
+# JSON), shorter than 1,024 (it never re-matches), and distinguishable from the empty
+# `data` of a failed upload.
+STRIPPED_MEDIA_MARKER: Final = "bbxStrippedMedia"
+
+
+def strip_inline_media(line: str) -> str | None:
+    """The line with every payload replaced by the marker, or None if it has none."""
+    stripped, count = BASE64_PAYLOAD_RE.subn(
+        lambda match: f'"{match.group(1)}":"{STRIPPED_MEDIA_MARKER}"', line
+    )
+    # No match anywhere: there is nothing to strip, which callers must be told.
+    if count == 0:
+        return None
+    return stripped
+
+
+# ---------------------------------------------------------------------------------
+# 2. Reading a line as JSON (original-facts preamble)
+# ---------------------------------------------------------------------------------
+
+
+class UnparsableJson(SpecRejection):
+    """The text is not JSON as JavaScript's `JSON.parse` reads it."""
+
+
+def parse_json_text(text: str) -> JsonValue:
+    """Parse `text` as RFC 8259 JSON, the way `JSON.parse` would, or raise.
+
+    `NaN`, `Infinity` and `-Infinity` are not JSON. An integer literal too long for
+    Python's `int()` reads as the float JavaScript would make of it. A value nested
+    deeper than the interpreter can follow is treated as unparsable.
+    """
+    try:
+        value: JsonValue = json.loads(
+            text, parse_constant=_reject_non_json_constant, parse_int=_parse_json_integer
+        )
+    except (ValueError, RecursionError) as error:
+        # JSONDecodeError is a ValueError; so is the rejection of NaN/Infinity.
+        raise UnparsableJson(str(error)) from None
+    return value
+
+
+def parse_json_object_or_none(text: str) -> JsonObject | None:
+    """The text as a JSON object, or None when it is not JSON or not an object."""
+    try:
+        value = parse_json_text(text)
+    except UnparsableJson:
+        return None
+    # Only an object is a transcript record; arrays, strings and numbers are not.
+    if not isinstance(value, dict):
+        return None
+    return value
+
+
+def _reject_non_json_constant(name: str) -> JsonValue:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json_integer(digits: str) -> int | float:
+    try:
+        return int(digits)
+    except ValueError:
+        # Past Python's digit limit for int(); JavaScript reads every number as a
+        # double, and so do we here.
+        return float(digits)
+
+
+# ---------------------------------------------------------------------------------
+# 3. The media reference grammar (§1.4)
+# ---------------------------------------------------------------------------------
+
+# The URL segment the media route is mounted at: `GET /api/session-media/<ref>`.
+SESSION_MEDIA_ROUTE: Final = "session-media"
+
+# The largest image ordinal a reference may name.
+MAX_IMAGE_INDEX: Final = 999
+
+# The original's `^[\w-]{1,64}$` with JavaScript's ASCII `\w`. Used with fullmatch:
+# Python's `$` would also match before a trailing newline.
+SAFE_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+# The original's `^\d{1,3}$` with JavaScript's ASCII `\d`. Leading zeros are allowed.
+INDEX_RE: Final = re.compile(r"[0-9]{1,3}")
+
+
+class MediaEntryRef(TypedDict):
+    """The line half of a reference: which transcript, which entry."""
+
+    sessionId: str
+    entryUuid: str
+
+
+class MediaRef(MediaEntryRef):
+    """A whole reference: the line, and the image's ordinal among its image blocks."""
+
+    index: int
+
+
+class MalformedMediaRef(SpecRejection):
+    """A media reference this box will not act on; `rule` says which check failed.
+
+    The HTTP route answers every one of these with the same 400 and does not say
+    which rule failed (naming it would describe the file layout to a prober); the
+    rule is for logs and tests.
+    """
+
+    def __init__(self, raw: str, rule: str) -> None:
+        super().__init__(f"malformed media reference {raw!r}: {rule}")
+        self.raw = raw
+        self.rule = rule
+
+
+def parse_media_ref(raw: str) -> MediaRef:
+    """Read `<sessionId>/<entryUuid>/<index>`, or raise `MalformedMediaRef`."""
+    parts = raw.split("/")
+    # Exactly three parts: `..` segments and extra slashes change the count.
+    if len(parts) != 3:
+        raise MalformedMediaRef(raw, f"expected 3 '/'-separated parts, got {len(parts)}")
+    session_id, entry_uuid, raw_index = parts
+    # The session id becomes a file name: ASCII letters, digits, `_`, `-` only.
+    if SAFE_ID_RE.fullmatch(session_id) is None:
+        raise MalformedMediaRef(raw, "session id must be 1-64 of [A-Za-z0-9_-]")
+    # The entry uuid is matched against the transcript: the same alphabet.
+    if SAFE_ID_RE.fullmatch(entry_uuid) is None:
+        raise MalformedMediaRef(raw, "entry uuid must be 1-64 of [A-Za-z0-9_-]")
+    # The index is one to three ASCII digits: no sign, no space, no other script.
+    if INDEX_RE.fullmatch(raw_index) is None:
+        raise MalformedMediaRef(raw, "index must be 1-3 ASCII digits")
+    index = int(raw_index)
+    # At most MAX_IMAGE_INDEX (implied by three digits today; stated as the original does).
+    if index > MAX_IMAGE_INDEX:
+        raise MalformedMediaRef(raw, f"index must be at most {MAX_IMAGE_INDEX}")
+    return {"sessionId": session_id, "entryUuid": entry_uuid, "index": index}
+
+
+def parse_media_ref_or_none(raw: str) -> MediaRef | None:
+    """The wire's reading: the reference, or one null for every malformed one."""
+    try:
+        return parse_media_ref(raw)
+    except MalformedMediaRef:
+        return None
+
+
+def encode_media_ref(ref: MediaRef) -> str:
+    """`<sessionId>/<entryUuid>/<index>`: a plain join of a reference that parses.
+
+    No URL-encoding is needed: every allowed character is URL-safe. A reference
+    `parse_media_ref` would refuse is refused here too, so every encoded reference
+    round-trips.
+    """
+    index = ref["index"]
+    # The index is a plain integer (a bool is not an ordinal) within 0..999.
+    if isinstance(index, bool) or not 0 <= index <= MAX_IMAGE_INDEX:
+        raise MalformedMediaRef(repr(ref), f"index must be an integer 0-{MAX_IMAGE_INDEX}")
+    encoded = f"{ref['sessionId']}/{ref['entryUuid']}/{index}"
+    # Parsing the result applies every id rule, and a `/` inside an id shows up as
+    # the wrong number of parts.
+    parse_media_ref(encoded)
+    return encoded
+
+
+# ---------------------------------------------------------------------------------
+# 4. The one enumeration of image blocks (chat-history.md)
+# ---------------------------------------------------------------------------------
+
+
+def is_image_block(block: JsonValue) -> bool:
+    """An object block whose `type` is exactly `"image"`."""
+    return isinstance(block, dict) and block.get("type") == "image"
+
+
+def image_blocks(content: JsonValue) -> list[JsonObject]:
+    """The image blocks of `message.content`, in document order.
+
+    A reference's index is a position in this list. Not a list → no images.
+    """
+    # `message.content` may be a string (a plain prompt): it holds no image blocks.
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict) and is_image_block(block)]
+
+
+def message_content(record: JsonValue) -> JsonValue:
+    """`record.message.content`, or None when the record or its message is not an object."""
+    # A transcript record is an object …
+    if not isinstance(record, dict):
+        return None
+    message = record.get("message")
+    # … whose `message` is an object too.
+    if not isinstance(message, dict):
+        return None
+    return message.get("content")
+
+
+# ---------------------------------------------------------------------------------
+# 5. Minting: transform_content (§1.3)
+# ---------------------------------------------------------------------------------
+
+
+def transform_content(
+    content: JsonValue, media_ref: MediaEntryRef | None
+) -> list[SessionContentBlock]:
+    """Raw `message.content` as history blocks, minting references for stripped images.
+
+    `media_ref` names the line, and is given only when the strip took something out
+    of it; ordinary lines pass None (and so do readers that will never serve).
+    """
+    # A plain string prompt is one text block, kept verbatim.
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    # Anything else that is not an array holds no blocks.
+    if not isinstance(content, list):
+        return []
+    images = iter(enumerate(image_blocks(content)))
+    blocks: list[SessionContentBlock] = []
+    for block in content:
+        # Items that are not objects (strings, numbers, arrays, null) are skipped.
+        if not isinstance(block, dict):
+            continue
+        block_type = block.get("type", MISSING)
+        if block_type == "text":
+            blocks.append({"type": "text", "text": js_string_or_empty(block.get("text"))})
+        elif block_type == "tool_use":
+            raw_input = block.get("input")
+            tool_input: JsonObject = raw_input if isinstance(raw_input, dict) else {}
+            tool_name = js_string_or_empty(block.get("name"))
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "toolName": tool_name,
+                    "toolId": js_string_or_empty(block.get("id")),
+                    "input": tool_input,
+                    "inputSummary": summarize_tool_input(tool_name, tool_input),
+                }
+            )
+        elif block_type == "tool_result":
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "toolUseId": js_string_or_empty(block.get("tool_use_id")),
+                    "resultSummary": summarize_tool_result(block.get("content")),
+                }
+            )
+        elif block_type == "thinking":
+            blocks.append({"type": "thinking", "text": js_string_or_empty(block.get("thinking"))})
+        elif block_type == "redacted_thinking":
+            blocks.append({"type": "thinking", "text": "[redacted]"})
+        elif is_image_block(block):
+            index, same_block = next(images)
+            # The walk meets image blocks in the order image_blocks lists them.
+            assert same_block is block, "transform_content and image_blocks disagree"
+            blocks.append(_image_content_block(block, media_ref, index))
+        else:
+            # An unknown type (a document, something new) shows as its name.
+            blocks.append({"type": "text", "text": f"[{js_string(block_type)}]"})
+    return blocks
+
+
+def _image_content_block(
+    block: JsonObject, media_ref: MediaEntryRef | None, index: int
+) -> SessionContentBlock:
+    raw_source = block.get("source")
+    source: JsonObject = raw_source if isinstance(raw_source, dict) else {}
+    is_base64 = source.get("type") == "base64"
+    # Rule 1: the strip took this image's payload out (keyed on the marker, not on
+    # "something on this line was stripped").
+    if is_base64 and source.get("data") == STRIPPED_MEDIA_MARKER:
+        image_ref = _mint_image_ref(media_ref, index)
+        # No line to name (a reader that never serves), or ids outside the grammar.
+        if image_ref is None:
+            return {"type": "text", "text": IMAGE_NOT_DISPLAYED}
+        minted: SessionContentBlock = {"type": "image", "imageRef": image_ref}
+        # The media type rides along only when the source declares a truthy one.
+        if js_truthy(source.get("media_type")):
+            minted["mediaType"] = js_string(source.get("media_type"))
+        return minted
+    # Rule 2: a base64 source with nothing behind it is a failed upload: no reference.
+    if is_base64 and not js_truthy(source.get("data")):
+        return {"type": "text", "text": IMAGE_NOT_DISPLAYED}
+    # Rule 3: an image still carrying its bytes (or a URL) passes them through.
+    image: SessionContentBlock = {"type": "image"}
+    if js_truthy(source.get("media_type")):
+        image["mediaType"] = js_string(source.get("media_type"))
+    if is_base64 and js_truthy(source.get("data")):
+        image["dataBase64"] = js_string(source.get("data"))
+    if source.get("type") == "url" and js_truthy(source.get("url")):
+        image["imageUrl"] = js_string(source.get("url"))
+    return image
+
+
+def _mint_image_ref(media_ref: MediaEntryRef | None, index: int) -> str | None:
+    # Ordinary lines are read without a line identity: nothing to mint.
+    if media_ref is None:
+        return None
+    try:
+        return encode_media_ref(
+            {
+                "sessionId": media_ref["sessionId"],
+                "entryUuid": media_ref["entryUuid"],
+                "index": index,
+            }
+        )
+    except MalformedMediaRef:
+        # (ours) a reference that would not parse is never handed out.
+        return None
+
+
+# Input summaries per tool (§1.3). Each reads its fields the way the original's
+# JavaScript does: `String(x || "")`, template literals (a missing field reads
+# "undefined"), `.length` and `.substring` in UTF-16 code units.
+BASH_SUMMARY_CHARS: Final = 120
+TASK_SUMMARY_CHARS: Final = 120
+UNKNOWN_TOOL_SUMMARY_CHARS: Final = 150
+TOOL_RESULT_SUMMARY_CHARS: Final = 500
+
+
+def summarize_tool_input(tool_name: str, tool_input: JsonObject) -> str:
+    """The one-line summary of a tool call's input (§1.3)."""
+    if tool_name in ("Read", "Edit"):
+        return js_string_or_empty(tool_input.get("file_path"))
+    if tool_name == "Write":
+        path = js_string(tool_input.get("file_path", MISSING))
+        written = utf16_length(js_string_or_empty(tool_input.get("content")))
+        return f"{path} ({written} chars)"
+    if tool_name == "Bash":
+        said = _js_or(tool_input.get("description"), tool_input.get("command"), "")
+        return utf16_prefix(js_string(said), BASH_SUMMARY_CHARS)
+    if tool_name == "Glob":
+        return js_string_or_empty(tool_input.get("pattern"))
+    if tool_name == "Grep":
+        pattern = js_string(tool_input.get("pattern", MISSING))
+        where = js_string(_js_or(tool_input.get("path"), "."))
+        return f"{pattern} in {where}"
+    if tool_name == "TodoWrite":
+        return "update todos"
+    if tool_name == "Task":
+        said = _js_or(tool_input.get("description"), tool_input.get("prompt"), "")
+        return utf16_prefix(js_string(said), TASK_SUMMARY_CHARS)
+    # Any other tool: its input as compact JSON, cut.
+    return utf16_prefix(js_json_stringify(tool_input), UNKNOWN_TOOL_SUMMARY_CHARS)
+
+
+def summarize_tool_result(content: JsonValue) -> str:
+    """The first 500 characters of a tool result's text (§1.3)."""
+    if isinstance(content, str):
+        return utf16_prefix(content, TOOL_RESULT_SUMMARY_CHARS)
+    if isinstance(content, list):
+        parts = [_result_part_text(part) for part in content]
+        return utf16_prefix("\n".join(parts), TOOL_RESULT_SUMMARY_CHARS)
+    # Neither a string nor a list of parts: nothing to summarise.
+    return ""
+
+
+def _result_part_text(part: JsonValue) -> str:
+    # A bare string part is its own text …
+    if isinstance(part, str):
+        return part
+    # … an object part contributes its `text` when that is a string …
+    if isinstance(part, dict):
+        text = part.get("text")
+        if isinstance(text, str):
+            return text
+    # … and anything else (an image part, a number) contributes an empty line.
+    return ""
+
+
+# ---------------------------------------------------------------------------------
+# 6. Finding the line again (§1.5, departed from by DESIGN.md §5)
+# ---------------------------------------------------------------------------------
+
+# The longest line the media route will materialise, in UTF-8 bytes (16 MiB; a
+# comment in the original route said 8 MB, its code and doctest say 16 MiB).
+MAX_MEDIA_LINE_BYTES: Final = 16 * 1024 * 1024
+
+
+class LineFound(TypedDict):
+    """The entry's line, by its 1-based line number (every line counts)."""
+
+    found: Literal[True]
+    lineNumber: int
+
+
+class LineNotFound(TypedDict):
+    """No line to serve from: none is the entry's, or the candidate is too large."""
+
+    found: Literal[False]
+    reason: Literal["not-found", "too-large"]
+
+
+LineLookup: TypeAlias = LineFound | LineNotFound
+
+
+def find_line_by_uuid(lines: Sequence[str], uuid: str) -> LineLookup:
+    """The first line whose own top-level `uuid` is `uuid`, checked in file order."""
+    needle = f'"uuid":"{uuid}"'
+    for line_number, line in enumerate(lines, start=1):
+        # A candidate holds the needle somewhere; `parentUuid` never does.
+        if needle not in line:
+            continue
+        # Too big to parse on a client's say-so: answered before it is verified.
+        if utf8_length(line) > MAX_MEDIA_LINE_BYTES:
+            return {"found": False, "reason": "too-large"}
+        record = parse_json_object_or_none(line)
+        # A candidate that does not parse (half-written) cannot show its own uuid.
+        if record is None:
+            continue
+        # Only the line's own uuid counts, not a copy nested inside it.
+        if record.get("uuid") == uuid:
+            return {"found": True, "lineNumber": line_number}
+    return {"found": False, "reason": "not-found"}
+
+
+# ---------------------------------------------------------------------------------
+# 7. Following a reference back (§1.6)
+# ---------------------------------------------------------------------------------
+
+# What the detach step writes in place of payload n: `cb-media-slot-<n>`.
+SLOT_PREFIX: Final = "cb-media-slot-"
+
+# The media types the route will serve under their own name (§1.6).
+SERVABLE_MEDIA_TYPES: Final = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/avif",
+        "image/heic",
+        "image/heif",
+    }
+)
+
+# Everything else is served as opaque bytes, which a browser will not render.
+OCTET_STREAM: Final = "application/octet-stream"
+
+# A canonical slot number: ASCII digits, no leading zero, no sign.
+_SLOT_NUMBER_RE: Final = re.compile(r"0|[1-9][0-9]*")
+
+ExtractFailureReason: TypeAlias = Literal["unparsable", "no-such-image", "no-payload"]
+
+
+class MediaExtracted(TypedDict):
+    """The one photo: its servable media type and its decoded bytes."""
+
+    ok: Literal[True]
+    mediaType: str
+    data: bytes
+
+
+class MediaNotExtracted(TypedDict):
+    """Why there is no photo to serve (all three are the route's 404)."""
+
+    ok: Literal[False]
+    reason: ExtractFailureReason
+
+
+ExtractResult: TypeAlias = MediaExtracted | MediaNotExtracted
+
+
+def extract_media(line: str, index: int) -> ExtractResult:
+    """The `index`-th image of `message.content` on `line`, decoded."""
+    payloads: list[str] = []
+
+    def detach(match: re.Match[str]) -> str:
+        payloads.append(match.group(2))
+        return f'"{match.group(1)}":"{SLOT_PREFIX}{len(payloads) - 1}"'
+
+    structure = BASE64_PAYLOAD_RE.sub(detach, line)
+    try:
+        record = parse_json_text(structure)
+    except UnparsableJson:
+        # Half-written, or not JSON at all: there is no image to serve from it.
+        return {"ok": False, "reason": "unparsable"}
+    images = image_blocks(message_content(record))
+    # The ordinal must name one of the line's top-level image blocks.
+    if not 0 <= index < len(images):
+        return {"ok": False, "reason": "no-such-image"}
+    source = images[index].get("source")
+    # An image block without a source object has no bytes to point at.
+    if not isinstance(source, dict):
+        return {"ok": False, "reason": "no-such-image"}
+    slot = _slot_number(source.get("data"))
+    # The data must name a detached payload; a failed upload or a short inline
+    # image never became one.
+    if slot is None or slot >= len(payloads):
+        return {"ok": False, "reason": "no-payload"}
+    declared = source.get("media_type")
+    # Only an allow-listed media type is served under its own name.
+    media_type = (
+        declared if isinstance(declared, str) and declared in SERVABLE_MEDIA_TYPES else None
+    )
+    return {
+        "ok": True,
+        "mediaType": media_type if media_type is not None else OCTET_STREAM,
+        "data": decode_base64_payload(payloads[slot]),
+    }
+
+
+def _slot_number(data: JsonValue) -> int | None:
+    # Only a string can be a slot token …
+    if not isinstance(data, str) or not data.startswith(SLOT_PREFIX):
+        return None
+    digits = data[len(SLOT_PREFIX) :]
+    # … and only with a canonical decimal after the prefix.
+    if _SLOT_NUMBER_RE.fullmatch(digits) is None:
+        return None
+    return int(digits)
+
+
+def decode_base64_payload(payload: str) -> bytes:
+    """Decode a payload the way the original's `Buffer.from(payload, "base64")` does.
+
+    The payload is the strip rule's alphabet (`A-Z a-z 0-9 + / =`). Decoding stops
+    at the first `=`; a final group of two or three characters gives one or two
+    bytes and a lone final character gives none; bits left over are ignored.
+    """
+    data = payload.split("=", 1)[0]
+    # A single character left over holds fewer than 8 bits: it yields no byte.
+    if len(data) % 4 == 1:
+        data = data[:-1]
+    padded = data + "=" * (-len(data) % 4)
+    return binascii.a2b_base64(padded.encode("ascii"))
+
+
+# ---------------------------------------------------------------------------------
+# Appendix: reading values as the original's JavaScript does
+# ---------------------------------------------------------------------------------
+#
+# The original reads transcript fields with JavaScript's coercions. For JSON values
+# they mean the following; `MISSING` stands for JavaScript's `undefined` (a member
+# that is absent).
+
+
+class _Missing(Enum):
+    MISSING = "undefined"
+
+
+MISSING: Final = _Missing.MISSING
+
+JsValue: TypeAlias = "JsonValue | _Missing"
+
+# ECMAScript WhiteSpace and LineTerminator: what `String.prototype.trim` removes.
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+# The largest array index; string keys up to it that read as canonical integers are
+# listed first, in ascending order, by `JSON.stringify` (OrdinaryOwnPropertyKeys).
+_MAX_ARRAY_INDEX: Final = 2**32 - 2
+_CANONICAL_INTEGER_RE: Final = re.compile(r"0|[1-9][0-9]*")
+
+
+def js_truthy(value: JsValue) -> bool:
+    """JavaScript truthiness: undefined, null, false, 0 and "" are false."""
+    if value is MISSING or value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0 and not math.isnan(value)
+    if isinstance(value, str):
+        return value != ""
+    # Arrays and objects, even empty ones, are true.
+    return True
+
+
+def js_string(value: JsValue) -> str:
+    """JavaScript's `String(value)` for a JSON value (undefined reads "undefined")."""
+    if value is MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return _js_number_string(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        # Array.prototype.join: null elements read as empty, nested arrays join too.
+        return ",".join("" if item is None else js_string(item) for item in value)
+    return "[object Object]"
+
+
+def js_trim(text: str) -> str:
+    """`String.prototype.trim`: ECMAScript whitespace and line terminators removed."""
+    return text.strip(JS_WHITESPACE)
+
+
+def js_json_stringify(value: JsonValue) -> str:
+    """`JSON.stringify(value)` as JavaScript writes it for a parsed JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        number = _js_double(value)
+        # Non-finite numbers serialise as null.
+        return _js_number_string(number) if math.isfinite(number) else "null"
+    if isinstance(value, str):
+        return _js_quote(value)
+    if isinstance(value, list):
+        return "[" + ",".join(js_json_stringify(item) for item in value) + "]"
+    members = [f"{_js_quote(key)}:{js_json_stringify(value[key])}" for key in _js_key_order(value)]
+    return "{" + ",".join(members) + "}"
+
+
+def utf8_length(text: str) -> int:
+    """The text's length in UTF-8 bytes; a lone surrogate counts 3, as in Node."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf16_length(text: str) -> int:
+    """JavaScript's `.length`: UTF-16 code units (a character past U+FFFF counts 2)."""
+    return sum(2 if ord(character) > 0xFFFF else 1 for character in text)
+
+
+def utf16_prefix(text: str, units: int) -> str:
+    """`.substring(0, units)`, except that a character the cut would split is left out.
+
+    (ours) JavaScript would keep the first half of a surrogate pair; a lone
+    surrogate is not Unicode text, so the spec leaves the character out whole.
+    """
+    taken = 0
+    for position, character in enumerate(text):
+        width = 2 if ord(character) > 0xFFFF else 1
+        # The next character does not fit whole: the prefix ends before it.
+        if taken + width > units:
+            return text[:position]
+        taken += width
+    return text
+
+
+def js_string_or_empty(value: JsValue) -> str:
+    """JavaScript's `String(value || "")`: undefined, null, false, 0 and "" read ""."""
+    return js_string(value) if js_truthy(value) else ""
+
+
+def _js_or(*values: JsValue) -> JsValue:
+    # JavaScript's `a || b || c`: the first truthy operand, else the last.
+    for value in values[:-1]:
+        if js_truthy(value):
+            return value
+    return values[-1]
+
+
+def _js_double(value: int | float) -> float:
+    # Every JavaScript number is a double; an integer beyond its range is infinite.
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _js_number_string(value: int | float) -> str:
+    # ECMAScript Number::toString(10) over the shortest round-tripping digits.
+    number = _js_double(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    if number < 0:
+        return "-" + _js_number_string(-number)
+    shortest = decimal.Decimal(repr(number)).normalize().as_tuple()
+    digits = "".join(str(digit) for digit in shortest.digits)
+    assert isinstance(shortest.exponent, int), "a finite double has an integer exponent"
+    k = len(digits)
+    n = k + shortest.exponent  # number = 0.digits × 10**n
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + digits
+    exponent = n - 1
+    mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+_JS_ESCAPES: Final = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def _js_quote(text: str) -> str:
+    # QuoteJSONString: the short escapes, other controls and lone surrogates as \uXXXX.
+    out = ['"']
+    for character in text:
+        if character in _JS_ESCAPES:
+            out.append(_JS_ESCAPES[character])
+        elif character < " " or "\ud800" <= character <= "\udfff":
+            out.append(f"\\u{ord(character):04x}")
+        else:
+            out.append(character)
+    out.append('"')
+    return "".join(out)
+
+
+def _js_key_order(obj: JsonObject) -> list[str]:
+    # Array-index keys first in ascending numeric order, then the rest as inserted.
+    def is_array_index(key: str) -> bool:
+        return _CANONICAL_INTEGER_RE.fullmatch(key) is not None and int(key) <= _MAX_ARRAY_INDEX
+
+    indices = sorted((key for key in obj if is_array_index(key)), key=int)
+    return indices + [key for key in obj if not is_array_index(key)]

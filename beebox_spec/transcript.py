@@ -1,0 +1,375 @@
+"""Reading a transcript into history: lines, the oversize guard, entries, slices.
+
+Spec sources: `original-facts.md` §1.1 (`MAX_SESSION_LINE_BYTES`, `SNIFF_CHARS`,
+`isOversizeLine`, `oversizeEntry`), §1.2 (`readTranscriptLines`, `parseSessionLog`),
+§2.4 (`SessionEntry`, `SessionHistory`, the slice bounds); `transcript-format.md`
+§2–§4 (what the lines hold) and §9 item 1 (blank lines, `//` comment lines and a
+torn last line are skipped); `chat-history.md` (photos stripped from the read).
+
+The history read, top to bottom:
+
+1. **Lines** (`split_transcript_lines`). A transcript file is UTF-8 text split on
+   `"\\n"`. Bytes that are not valid UTF-8 decode to U+FFFD (as Node's UTF-8 stream
+   decoding does); a byte-order mark is kept, so a first line starting with one does
+   not parse. A `"\\r"` ending a line is removed, so `"\\r\\n"` reads as `"\\n"`; a
+   `"\\r"` anywhere else is an ordinary character (the original's `readline` also
+   broke lines on a lone `"\\r"`; Claude Code never writes one, and the byte-level
+   line lookup never did). A final `"\\n"` ends the last line and adds no empty
+   line after it; an empty file has no lines. Every line counts for the 1-based
+   line number, blank or not.
+2. **The guard** (`read_transcript_lines`, §1.2). A line of at most
+   `MAX_SESSION_LINE_BYTES` UTF-8 bytes is `parseable` as it stands — lines under
+   the bound keep their images, never stripped. A longer line is stripped
+   (`beebox_spec.media.strip_inline_media`); if something was stripped and the
+   result fits, it is `parseable` with `mediaStripped`; otherwise (nothing to
+   strip, or still too long) it is `oversize` and is never parsed.
+3. **Stubs** (`oversize_entry`, §1.1). An oversize line becomes a placeholder
+   entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
+   shows a record the parse would drop too (system, `isMeta`, a synthetic
+   assistant turn, a tool_result plumbing turn). The sniff is textual and assumes
+   Claude Code's compact JSON; its accepted limitations are the original's.
+4. **Entries** (`entries_from_lines`, `entry_from_record`). Blank and unparsable
+   lines (comments, a half-written last line, anything that is not a JSON object)
+   are skipped. A parsed record becomes an entry when it is a user or assistant
+   turn with a `message` object, and is not `isMeta`, not a synthetic assistant
+   turn (`message.model` `"<synthetic>"`), not an assistant turn without blocks, and
+   not a user turn without real text — one whose text blocks are all blank or all
+   plumbing (`"Tool loaded."`, `"Todos have been modified…"`). That last rule is
+   what drops tool_result plumbing turns, and also image-only user turns.
+   **(inference)** §1.1 gives the stub's drop rules and names the parse as the
+   rule they imitate without stating it; the rule above is the one that agrees with
+   both of §1.1's accepted limitations ("a tool_result-shaped user turn that also
+   has real text is dropped whole" — so the parse keeps it; "image-only oversize
+   user turns become a visible stub" — so the parse drops them), and it is what the
+   original's `buildEntry` does. The original also gave compaction summaries and
+   `[Request interrupted by user]` turns entry types of their own; §2.4's
+   `SessionEntry` has only user and assistant, so here they stay user entries; and
+   it copied each tool_result's summary onto the matching earlier `tool_use` block,
+   which no spec source states and which is not encoded here.
+   The content is `transform_content`'d with the line's identity
+   `{sessionId, entryUuid}` when the line was stripped and None otherwise, so only
+   stripped images get references. `uuid` and `timestamp` read as
+   `String(x || "")` (missing → `""`). A user entry carries `user` / `userEmail`
+   read from its first text block's `<typed …>` tag by
+   `beebox_spec.reconcile.user_identity`, the same reading §2.2 gives accepted
+   messages (one rule, one place).
+5. **Slices** (§2.4). `history_tail` (the last `tail` entries, 1 ≤ tail ≤
+   `MAX_SESSION_ENTRIES`) and `history_page` (offset ≥ 0, 1 ≤ limit ≤
+   `MAX_SESSION_ENTRIES`) answer a `SessionHistory` whose `total` counts every
+   entry; a bound outside its range raises `InvalidHistorySlice`. An empty history
+   is a history, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final, Literal, TypeAlias, TypedDict
+
+from beebox_spec.entries import (
+    MAX_SESSION_ENTRIES,
+    JsonObject,
+    SessionEntry,
+    SessionHistory,
+)
+from beebox_spec.errors import SpecRejection
+from beebox_spec.media import (
+    MediaEntryRef,
+    js_string_or_empty,
+    js_trim,
+    parse_json_object_or_none,
+    strip_inline_media,
+    transform_content,
+    utf8_length,
+    utf16_prefix,
+)
+from beebox_spec.reconcile import user_identity
+
+__all__ = [
+    "COMPACT_SNIFF_TYPES",
+    "MAX_SESSION_LINE_BYTES",
+    "SNIFF_CHARS",
+    "InvalidHistorySlice",
+    "OversizeLine",
+    "ParseableLine",
+    "TranscriptLine",
+    "entries_from_lines",
+    "entry_from_record",
+    "history_page",
+    "history_tail",
+    "is_oversize_line",
+    "is_plumbing_message",
+    "oversize_entry",
+    "read_transcript_lines",
+    "split_transcript_lines",
+]
+
+# The longest line the history read will parse, in UTF-8 bytes (256 KiB). A line
+# strictly longer is oversize.
+MAX_SESSION_LINE_BYTES: Final = 256 * 1024
+
+# How much of an oversize line's head the stub sniffs, in characters (UTF-16 code
+# units, as the original counted; a character the cut would split is left out).
+SNIFF_CHARS: Final = 2048
+
+
+# ---------------------------------------------------------------------------------
+# 1. Lines
+# ---------------------------------------------------------------------------------
+
+
+def split_transcript_lines(text: str | bytes) -> list[str]:
+    """A transcript file's lines: UTF-8 (invalid bytes → U+FFFD), split on "\\n"."""
+    decoded = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    # An empty file holds no lines at all.
+    if decoded == "":
+        return []
+    # The final newline terminates the last line; it does not open another.
+    if decoded.endswith("\n"):
+        decoded = decoded[:-1]
+    # "\r\n" is one line break: the "\r" belongs to the terminator, not the line.
+    return [line[:-1] if line.endswith("\r") else line for line in decoded.split("\n")]
+
+
+# ---------------------------------------------------------------------------------
+# 2. The guard (§1.2)
+# ---------------------------------------------------------------------------------
+
+
+class ParseableLine(TypedDict):
+    """A line safe to parse: as written, or with its payloads stripped."""
+
+    kind: Literal["parseable"]
+    lineNumber: int
+    text: str
+    mediaStripped: bool
+
+
+class OversizeLine(TypedDict):
+    """A line still too big once stripped: never parsed, only sniffed."""
+
+    kind: Literal["oversize"]
+    lineNumber: int
+    raw: str
+
+
+TranscriptLine: TypeAlias = ParseableLine | OversizeLine
+
+
+def is_oversize_line(line: str) -> bool:
+    """More than `MAX_SESSION_LINE_BYTES` UTF-8 bytes (the bound itself is fine)."""
+    return utf8_length(line) > MAX_SESSION_LINE_BYTES
+
+
+def read_transcript_lines(lines: Sequence[str]) -> list[TranscriptLine]:
+    """Every line, classified against the byte bound, numbered from 1."""
+    classified: list[TranscriptLine] = []
+    for line_number, line in enumerate(lines, start=1):
+        # Within the bound: parsed as written, images and all.
+        if not is_oversize_line(line):
+            classified.append(
+                {
+                    "kind": "parseable",
+                    "lineNumber": line_number,
+                    "text": line,
+                    "mediaStripped": False,
+                }
+            )
+            continue
+        stripped = strip_inline_media(line)
+        # Nothing to strip, or still too big without its payloads: never parsed.
+        if stripped is None or is_oversize_line(stripped):
+            classified.append({"kind": "oversize", "lineNumber": line_number, "raw": line})
+            continue
+        classified.append(
+            {
+                "kind": "parseable",
+                "lineNumber": line_number,
+                "text": stripped,
+                "mediaStripped": True,
+            }
+        )
+    return classified
+
+
+# ---------------------------------------------------------------------------------
+# 3. Stubs for oversize lines (§1.1)
+# ---------------------------------------------------------------------------------
+
+# The envelope types the sniff recognises, in the compact form Claude Code writes.
+COMPACT_SNIFF_TYPES: Final = ("user", "assistant", "system")
+
+_SNIFF_UUID_RE: Final = re.compile(r'"uuid":"([^"]*)"')
+_SNIFF_TIMESTAMP_RE: Final = re.compile(r'"timestamp":"([^"]*)"')
+
+
+def oversize_entry(line: str, line_number: int) -> SessionEntry | None:
+    """The placeholder entry for a line too big to parse, or None to drop it."""
+    head = utf16_prefix(line, SNIFF_CHARS)
+    envelope = _sniff_envelope_type(head)
+    # A system record is never a history entry.
+    if envelope == "system":
+        return None
+    # An SDK meta prompt is plumbing, whatever its type.
+    if '"isMeta":true' in head:
+        return None
+    # A synthetic assistant turn was generated locally, not by the model.
+    if envelope == "assistant" and '"model":"<synthetic>"' in head:
+        return None
+    # A user turn carrying a tool_result is API plumbing (dropped whole, even with text).
+    if envelope == "user" and '"type":"tool_result"' in head:
+        return None
+    kilobytes = (utf8_length(line) + 512) // 1024  # Math.round(bytes / 1024), halves up
+    sniffed_uuid = _sniff_string(head, _SNIFF_UUID_RE)
+    return {
+        "uuid": sniffed_uuid if sniffed_uuid != "" else f"oversize-{line_number}",
+        # An unattributed stub is the assistant's: a false "user" would count as one.
+        "type": "user" if envelope == "user" else "assistant",
+        "timestamp": _sniff_string(head, _SNIFF_TIMESTAMP_RE),
+        "content": [{"type": "text", "text": f"[message too large to display: ~{kilobytes} KB]"}],
+    }
+
+
+def _sniff_envelope_type(head: str) -> str | None:
+    # Whichever `"type":"…"` marker appears earliest: the envelope precedes `message`.
+    positions = {kind: head.find(f'"type":"{kind}"') for kind in COMPACT_SNIFF_TYPES}
+    present = {kind: at for kind, at in positions.items() if at != -1}
+    # No marker in the head: the type is unknown.
+    if not present:
+        return None
+    return min(present, key=lambda kind: present[kind])
+
+
+def _sniff_string(head: str, pattern: re.Pattern[str]) -> str:
+    # The first `"key":"value"` in the head, raw (escapes are not decoded), or "".
+    match = pattern.search(head)
+    return match.group(1) if match is not None else ""
+
+
+# ---------------------------------------------------------------------------------
+# 4. Entries (§1.2, §2.4)
+# ---------------------------------------------------------------------------------
+
+_SYNTHETIC_MODEL: Final = "<synthetic>"
+
+
+def entries_from_lines(session_id: str, lines: Sequence[str]) -> list[SessionEntry]:
+    """The history read: every entry of the transcript, in file order."""
+    entries: list[SessionEntry] = []
+    for line in read_transcript_lines(lines):
+        if line["kind"] == "oversize":
+            stub = oversize_entry(line["raw"], line["lineNumber"])
+            # The sniff recognised a record the parse would have dropped.
+            if stub is not None:
+                entries.append(stub)
+            continue
+        record = parse_json_object_or_none(line["text"])
+        # Blank, a comment, half-written, or not an object: skipped silently.
+        if record is None:
+            continue
+        media_session_id = session_id if line["mediaStripped"] else None
+        entry = entry_from_record(record, media_session_id)
+        # The record is a turn history shows.
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def entry_from_record(record: JsonObject, media_session_id: str | None) -> SessionEntry | None:
+    """What one parsed record contributes to history: an entry, or None to drop it.
+
+    `media_session_id` is the session's id when the record's line was stripped (its
+    images can be fetched back by reference), None for an ordinary line.
+    """
+    record_type = record.get("type")
+    # Only user and assistant turns are history (system, progress, metadata are not).
+    if record_type not in ("user", "assistant"):
+        return None
+    message = record.get("message")
+    # A turn without a message object has nothing to show.
+    if not isinstance(message, dict):
+        return None
+    # An SDK meta prompt is plumbing.
+    if record.get("isMeta") is True:
+        return None
+    # A synthetic assistant turn was generated locally, not by the model.
+    if record_type == "assistant" and message.get("model") == _SYNTHETIC_MODEL:
+        return None
+    uuid = js_string_or_empty(record.get("uuid"))
+    timestamp = js_string_or_empty(record.get("timestamp"))
+    media_ref: MediaEntryRef | None = (
+        {"sessionId": media_session_id, "entryUuid": uuid} if media_session_id is not None else None
+    )
+    content = transform_content(message.get("content"), media_ref)
+    if record_type == "assistant":
+        # An assistant turn with no blocks at all shows nothing.
+        if not content:
+            return None
+        return {"uuid": uuid, "type": "assistant", "timestamp": timestamp, "content": content}
+    real_texts = [
+        block.get("text", "")
+        for block in content
+        if block.get("type") == "text" and js_trim(block.get("text", "")) != ""
+    ]
+    # No real text: tool_result plumbing, or an image-only turn.
+    if not real_texts:
+        return None
+    # Every text is harness plumbing ("Tool loaded.").
+    if all(is_plumbing_message(text) for text in real_texts):
+        return None
+    entry: SessionEntry = {"uuid": uuid, "type": "user", "timestamp": timestamp, "content": content}
+    user = user_identity(content, "user")
+    # The sender's name rides along only when the typed tag names one.
+    if user is not None:
+        entry["user"] = user
+    user_email = user_identity(content, "user-email")
+    # Likewise the sender's email.
+    if user_email is not None:
+        entry["userEmail"] = user_email
+    return entry
+
+
+def is_plumbing_message(text: str) -> bool:
+    """Harness text in a user position, not typed by anyone."""
+    trimmed = js_trim(text)
+    return trimmed == "Tool loaded." or trimmed.startswith("Todos have been modified")
+
+
+# ---------------------------------------------------------------------------------
+# 5. Slices (§2.4)
+# ---------------------------------------------------------------------------------
+
+
+class InvalidHistorySlice(SpecRejection):
+    """A history slice asked for outside §2.4's bounds."""
+
+
+def history_tail(session_id: str, entries: Sequence[SessionEntry], tail: int) -> SessionHistory:
+    """The last `tail` entries (all of them when there are fewer), and the total."""
+    # `tail` is an integer from 1 to MAX_SESSION_ENTRIES.
+    if isinstance(tail, bool) or not 1 <= tail <= MAX_SESSION_ENTRIES:
+        raise InvalidHistorySlice(f"tail must be an integer 1-{MAX_SESSION_ENTRIES}, got {tail!r}")
+    return {
+        "sessionId": session_id,
+        "entries": list(entries[-tail:]),
+        "total": len(entries),
+    }
+
+
+def history_page(
+    session_id: str, entries: Sequence[SessionEntry], offset: int, limit: int
+) -> SessionHistory:
+    """Entries `offset` to `offset + limit` (fewer past the end), and the total."""
+    # `offset` is a non-negative integer; past the end the page is empty.
+    if isinstance(offset, bool) or offset < 0:
+        raise InvalidHistorySlice(f"offset must be an integer >= 0, got {offset!r}")
+    # `limit` is an integer from 1 to MAX_SESSION_ENTRIES.
+    if isinstance(limit, bool) or not 1 <= limit <= MAX_SESSION_ENTRIES:
+        raise InvalidHistorySlice(
+            f"limit must be an integer 1-{MAX_SESSION_ENTRIES}, got {limit!r}"
+        )
+    return {
+        "sessionId": session_id,
+        "entries": list(entries[offset : offset + limit]),
+        "total": len(entries),
+    }

@@ -1,0 +1,680 @@
+"""Photos in a replayed conversation (`beebox_spec.media`).
+
+The heart of it is one property: every reference the history read mints is
+followed back, through the line lookup and the extraction, to the bytes of the
+very image it was minted for — and a failed upload never gets a reference.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from beebox_spec.entries import IMAGE_NOT_DISPLAYED, JsonObject, JsonValue
+from beebox_spec.media import (
+    BASE64_PAYLOAD_RE,
+    MAX_IMAGE_INDEX,
+    MAX_MEDIA_LINE_BYTES,
+    OCTET_STREAM,
+    SERVABLE_MEDIA_TYPES,
+    STRIPPED_MEDIA_MARKER,
+    MalformedMediaRef,
+    MediaEntryRef,
+    MediaRef,
+    UnparsableJson,
+    decode_base64_payload,
+    encode_media_ref,
+    extract_media,
+    find_line_by_uuid,
+    image_blocks,
+    js_json_stringify,
+    js_string,
+    parse_json_object_or_none,
+    parse_json_text,
+    parse_media_ref,
+    parse_media_ref_or_none,
+    strip_inline_media,
+    summarize_tool_input,
+    transform_content,
+    utf16_prefix,
+)
+from beebox_spec.transcript import (
+    entries_from_lines,
+    read_transcript_lines,
+    split_transcript_lines,
+)
+
+SESSION = "47bf5f5c-9e11-4f51-8a29-7ad38ecdf17c"
+MARKER = STRIPPED_MEDIA_MARKER
+
+
+def compact(value: Any) -> str:
+    """A transcript line as Claude Code writes it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def image(data: str | None, media_type: str | None = "image/png") -> JsonObject:
+    source: JsonObject = {"type": "base64"}
+    if media_type is not None:
+        source["media_type"] = media_type
+    if data is not None:
+        source["data"] = data
+    return {"type": "image", "source": source}
+
+
+def user_line(uuid: str, content: JsonValue, **extra: JsonValue) -> str:
+    record: JsonObject = {"type": "user", "message": {"role": "user", "content": content}}
+    record["uuid"] = uuid
+    record["timestamp"] = "2026-03-01T10:00:00.000Z"
+    record.update(extra)
+    return compact(record)
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+# ---------------------------------------------------------------------------------
+# The strip rule
+# ---------------------------------------------------------------------------------
+
+
+def test_strip_answers_none_when_nothing_matches() -> None:
+    assert strip_inline_media(user_line("u-1", [image("QUJD")])) is None
+    assert strip_inline_media("") is None
+
+
+def test_strip_keeps_the_key_and_replaces_only_the_payload() -> None:
+    payload = "QUJD" * 300
+    line = compact({"a": {"data": payload}, "b": {"base64": payload}, "c": {"other": payload}})
+    stripped = strip_inline_media(line)
+    assert stripped is not None
+    assert json.loads(stripped) == {
+        "a": {"data": MARKER},
+        "b": {"base64": MARKER},
+        "c": {"other": payload},
+    }
+
+
+def test_strip_floor_is_1024_characters() -> None:
+    assert strip_inline_media(compact({"data": "A" * 1023})) is None
+    assert strip_inline_media(compact({"data": "A" * 1024})) == compact({"data": MARKER})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param('{"data": "' + "A" * 2000 + '"}', id="pretty-printed"),
+        pytest.param('{"data":"data:image/png;base64,' + "A" * 2000 + '"}', id="data-url"),
+        pytest.param('{"data":"' + "A" * 1000 + "\\/" + "A" * 1000 + '"}', id="escaped-slash"),
+        pytest.param('{"data":"' + "A" * 2000 + '\\n"}', id="escaped-newline"),
+        pytest.param('{"DATA":"' + "A" * 2000 + '"}', id="key-case"),
+        pytest.param('{"data":"' + "٣" * 2000 + '"}', id="non-ascii-digits"),
+        pytest.param(
+            compact({"text": '"data":"' + "A" * 2000 + '"'}), id="text-that-quotes-a-payload"
+        ),
+    ],
+)
+def test_strip_leaves_non_payloads_alone(line: str) -> None:
+    assert strip_inline_media(line) is None
+
+
+def test_strip_is_textual_and_works_on_a_torn_line() -> None:
+    torn = '{"message":{"content":[{"source":{"data":"' + "A" * 2000 + '"'
+    assert strip_inline_media(torn) == '{"message":{"content":[{"source":{"data":"' + MARKER + '"'
+
+
+def test_a_stripped_line_never_matches_again() -> None:
+    stripped = strip_inline_media(compact({"data": "QUJD" * 500, "base64": "QUJD" * 500}))
+    assert stripped is not None
+    assert strip_inline_media(stripped) is None
+
+
+def test_a_key_ending_in_an_escaped_quote_and_data_is_stripped_too() -> None:
+    # The textual rule's one oddity on valid JSON: the quote before `data` may be an
+    # escaped quote inside a longer key.
+    line = compact({'k"data': "QUJD" * 300})
+    assert strip_inline_media(line) == compact({'k"data': MARKER})
+
+
+json_keys = st.one_of(st.sampled_from(["data", "base64", "type", "source", "x"]), st.text())
+long_base64 = st.binary(min_size=768, max_size=1600).map(b64)
+json_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(),
+    st.sampled_from(["QUJD", MARKER]),
+    long_base64,
+)
+json_trees = st.recursive(
+    json_leaves,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(json_keys, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def stripped_meaning(value: JsonValue) -> JsonValue:
+    """What the strip means on compact JSON: payload members become the marker."""
+    if isinstance(value, list):
+        return [stripped_meaning(item) for item in value]
+    if isinstance(value, dict):
+        out: JsonObject = {}
+        for key, item in value.items():
+            is_payload_key = any(
+                key == name or key.endswith('"' + name) for name in ("data", "base64")
+            )
+            is_payload = isinstance(item, str) and re.fullmatch(r"[A-Za-z0-9+/=]{1024,}", item)
+            out[key] = MARKER if is_payload_key and is_payload else stripped_meaning(item)
+        return out
+    return value
+
+
+@given(json_trees)
+def test_strip_means_every_long_data_or_base64_string_becomes_the_marker(tree: JsonValue) -> None:
+    line = compact(tree)
+    stripped = strip_inline_media(line)
+    expected = stripped_meaning(tree)
+    if stripped is None:
+        assert expected == tree
+    else:
+        assert expected != tree
+        assert json.loads(stripped) == expected
+
+
+# ---------------------------------------------------------------------------------
+# Reading JSON as JSON.parse does
+# ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a":-Infinity}', "", "{", "// c", "[1,]"])
+def test_non_json_is_unparsable(text: str) -> None:
+    with pytest.raises(UnparsableJson):
+        parse_json_text(text)
+    assert parse_json_object_or_none(text) is None
+
+
+def test_a_deeply_nested_line_is_unparsable_not_a_crash() -> None:
+    with pytest.raises(UnparsableJson):
+        parse_json_text("[" * 200_000 + "]" * 200_000)
+
+
+def test_a_huge_integer_reads_as_javascript_would() -> None:
+    assert parse_json_text("1" * 5000) == float("inf")
+
+
+def test_only_objects_are_records() -> None:
+    assert parse_json_object_or_none("[1]") is None
+    assert parse_json_object_or_none('"x"') is None
+    assert parse_json_object_or_none(' {"a":1}\r') == {"a": 1}
+
+
+# ---------------------------------------------------------------------------------
+# The reference grammar
+# ---------------------------------------------------------------------------------
+
+safe_ids = st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True)
+
+
+@given(safe_ids, safe_ids, st.integers(0, MAX_IMAGE_INDEX))
+def test_encode_then_parse_round_trips(session_id: str, entry_uuid: str, index: int) -> None:
+    ref: MediaRef = {"sessionId": session_id, "entryUuid": entry_uuid, "index": index}
+    assert parse_media_ref(encode_media_ref(ref)) == ref
+
+
+@given(st.text(max_size=80))
+def test_a_parsed_reference_re_encodes_without_leading_zeros(raw: str) -> None:
+    ref = parse_media_ref_or_none(raw)
+    if ref is not None:
+        session_id, entry_uuid, raw_index = raw.split("/")
+        assert encode_media_ref(ref) == f"{session_id}/{entry_uuid}/{int(raw_index)}"
+
+
+@pytest.mark.parametrize(
+    ("raw", "rule"),
+    [
+        ("s-1/../../secrets/0", "3 '/'-separated parts"),
+        ("s-1/u-1/0/1", "3 '/'-separated parts"),
+        ("s-1/u-1", "3 '/'-separated parts"),
+        ("../u-1/0", "session id"),
+        ("./u-1/0", "session id"),
+        ("/u-1/0", "session id"),
+        ("s" * 65 + "/u-1/0", "session id"),
+        ("séance/u-1/0", "session id"),
+        ("s-1/u.1/0", "entry uuid"),
+        ("s-1//0", "entry uuid"),
+        ("s-1/" + "u" * 65 + "/0", "entry uuid"),
+        ("s-1/ü/0", "entry uuid"),
+        ("s-1/u-1/", "index"),
+        ("s-1/u-1/1000", "index"),
+        ("s-1/u-1/0001", "index"),
+        ("s-1/u-1/١", "index"),
+        ("s-1/u-1/１", "index"),
+        ("s-1/u-1/1\n", "index"),
+        ("s-1/u-1/-1", "index"),
+        ("s-1/u-1/+1", "index"),
+        ("s-1/u-1/ 1", "index"),
+        ("s-1/u-1/1.0", "index"),
+    ],
+)
+def test_every_malformed_reference_names_its_rule(raw: str, rule: str) -> None:
+    with pytest.raises(MalformedMediaRef) as caught:
+        parse_media_ref(raw)
+    assert rule in caught.value.rule
+    assert parse_media_ref_or_none(raw) is None
+
+
+def test_leading_zeros_are_accepted_and_dropped() -> None:
+    assert parse_media_ref("s/u/007") == {"sessionId": "s", "entryUuid": "u", "index": 7}
+    assert parse_media_ref("s/u/000") == {"sessionId": "s", "entryUuid": "u", "index": 0}
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        {"sessionId": "s", "entryUuid": "u", "index": 1000},
+        {"sessionId": "s", "entryUuid": "u", "index": -1},
+        {"sessionId": "s", "entryUuid": "u", "index": True},
+        {"sessionId": "s/x", "entryUuid": "u", "index": 0},
+        {"sessionId": "..", "entryUuid": "u", "index": 0},
+        {"sessionId": "s", "entryUuid": "", "index": 0},
+    ],
+)
+def test_encode_refuses_what_parse_would_refuse(ref: MediaRef) -> None:
+    with pytest.raises(MalformedMediaRef):
+        encode_media_ref(ref)
+
+
+# ---------------------------------------------------------------------------------
+# The one enumeration
+# ---------------------------------------------------------------------------------
+
+
+def test_image_blocks_are_top_level_object_blocks_in_document_order() -> None:
+    first, second = image("QUJD"), image(None, "image/gif")
+    nested: JsonObject = {"type": "tool_result", "content": [image("QUJD")]}
+    content: JsonValue = [
+        {"type": "text", "text": "x"},
+        first,
+        nested,
+        ["image"],
+        "image",
+        {"type": "document", "source": {"data": "QUJD"}},
+        second,
+    ]
+    assert image_blocks(content) == [first, second]
+    assert image_blocks(content)[1] is second
+    assert image_blocks("a string prompt") == []
+    assert image_blocks(None) == []
+
+
+# ---------------------------------------------------------------------------------
+# Minting (transform_content) beyond the vectors
+# ---------------------------------------------------------------------------------
+
+
+def test_the_thousandth_image_gets_no_reference() -> None:
+    ref: MediaEntryRef = {"sessionId": "s", "entryUuid": "u"}
+    blocks = transform_content([image(MARKER) for _ in range(MAX_IMAGE_INDEX + 2)], ref)
+    assert blocks[MAX_IMAGE_INDEX] == {
+        "type": "image",
+        "imageRef": f"s/u/{MAX_IMAGE_INDEX}",
+        "mediaType": "image/png",
+    }
+    assert blocks[MAX_IMAGE_INDEX + 1] == {"type": "text", "text": IMAGE_NOT_DISPLAYED}
+
+
+def test_a_stripped_photo_and_a_failed_upload_in_one_turn() -> None:
+    content: JsonValue = [{"type": "text", "text": "both"}, image(""), image(MARKER, "image/jpeg")]
+    blocks = transform_content(content, {"sessionId": "s-1", "entryUuid": "u-1"})
+    assert blocks == [
+        {"type": "text", "text": "both"},
+        {"type": "text", "text": IMAGE_NOT_DISPLAYED},
+        {"type": "image", "imageRef": "s-1/u-1/1", "mediaType": "image/jpeg"},
+    ]
+
+
+def test_summaries_never_split_a_character() -> None:
+    command = "x" * 119 + "😀" + "y"
+    assert summarize_tool_input("Bash", {"command": command}) == "x" * 119
+    assert utf16_prefix("a😀", 2) == "a"
+    assert utf16_prefix("a😀", 3) == "a😀"
+    assert utf16_prefix("héllo", 0) == ""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_javascript_readings_agree_with_node() -> None:
+    """`js_string` and `js_json_stringify` are JavaScript's String() and JSON.stringify."""
+    texts = [
+        "1.0", "1e21", "1e-7", "123.456", "1e16", "5e-324", "-0", "0.1", "12345678901234567890",
+        "-1.5e-10", "0.000001", "1.7976931348623157e308", "1e400", "[1,[2,3],null,\"a\",{},true]",
+        '{"b":1,"2":1,"a":1,"1":1,"4294967294":1,"4294967295":1,"01":1,"-1":1}',
+        '"\\u2028\\u0000\\u007f\\ud800x\\"\\\\\\b\\f\\n\\r\\t/é😀"', "[[],[[]],[null,null]]",
+    ]  # fmt: skip
+    script = (
+        "const t=JSON.parse(require('fs').readFileSync(0,'utf8'));"
+        "console.log(JSON.stringify(t.map(s=>{const v=JSON.parse(s);"
+        "return [String(v), JSON.stringify(v)]})))"
+    )
+    done = subprocess.run(
+        ["node", "-e", script], input=json.dumps(texts), capture_output=True, text=True, check=True
+    )
+    for text, (as_string, as_json) in zip(texts, json.loads(done.stdout), strict=True):
+        value = parse_json_text(text)
+        assert (js_string(value), js_json_stringify(value)) == (as_string, as_json), text
+
+
+# ---------------------------------------------------------------------------------
+# Finding the line
+# ---------------------------------------------------------------------------------
+
+
+def test_the_parent_uuid_trap() -> None:
+    lines = [
+        user_line("u-1", "first"),
+        compact({"parentUuid": "u-2", "type": "assistant", "uuid": "a-1", "message": {}}),
+        user_line("u-2", "second", parentUuid="a-1"),
+    ]
+    assert find_line_by_uuid(lines, "u-2") == {"found": True, "lineNumber": 3}
+
+
+def test_a_nested_progress_copy_is_not_the_line() -> None:
+    progress = compact(
+        {
+            "type": "progress",
+            "data": {"type": "agent_progress", "message": {"type": "user", "uuid": "u-5"}},
+            "uuid": "p-1",
+        }
+    )
+    assert find_line_by_uuid([progress], "u-5") == {"found": False, "reason": "not-found"}
+    assert find_line_by_uuid([progress, user_line("u-5", "real")], "u-5") == {
+        "found": True,
+        "lineNumber": 2,
+    }
+
+
+def test_a_half_written_candidate_is_passed_over() -> None:
+    torn = user_line("u-7", "written")[:-10]
+    assert find_line_by_uuid([user_line("u-1", "a"), torn], "u-7") == {
+        "found": False,
+        "reason": "not-found",
+    }
+    assert find_line_by_uuid([torn, user_line("u-7", "again")], "u-7") == {
+        "found": True,
+        "lineNumber": 2,
+    }
+
+
+def big_line(uuid: str, total_bytes: int) -> str:
+    head, foot = f'{{"uuid":"{uuid}","text":"', '"}'
+    return head + "z" * (total_bytes - len(head) - len(foot)) + foot
+
+
+def test_the_16_mib_limit() -> None:
+    at_limit = big_line("u-big", MAX_MEDIA_LINE_BYTES)
+    assert len(at_limit.encode()) == MAX_MEDIA_LINE_BYTES
+    assert find_line_by_uuid([at_limit], "u-big") == {"found": True, "lineNumber": 1}
+    over = big_line("u-big", MAX_MEDIA_LINE_BYTES + 1)
+    assert find_line_by_uuid([over], "u-big") == {"found": False, "reason": "too-large"}
+
+
+def test_the_16_mib_limit_counts_utf8_bytes() -> None:
+    head, foot = '{"uuid":"u-big","text":"', '"}'
+    # Half as many characters as bytes: too large only when counted in bytes.
+    count = (MAX_MEDIA_LINE_BYTES - len(head) - len(foot)) // 2 + 1
+    line = head + "é" * count + foot
+    assert len(line) < MAX_MEDIA_LINE_BYTES < len(line.encode())
+    assert find_line_by_uuid([line], "u-big") == {"found": False, "reason": "too-large"}
+
+
+def test_a_too_large_candidate_answers_before_a_later_match() -> None:
+    nested_big = (
+        '{"type":"progress","data":{"message":{"uuid":"u-5"}},"text":"'
+        + "z" * MAX_MEDIA_LINE_BYTES
+        + '","uuid":"p-1"}'
+    )
+    lines = [nested_big, user_line("u-5", "real")]
+    assert find_line_by_uuid(lines, "u-5") == {"found": False, "reason": "too-large"}
+
+
+# ---------------------------------------------------------------------------------
+# Extraction
+# ---------------------------------------------------------------------------------
+
+
+@given(st.binary(max_size=2000))
+def test_decoding_valid_base64_is_plain_base64(raw: bytes) -> None:
+    assert decode_base64_payload(b64(raw)) == raw
+
+
+@pytest.mark.parametrize(
+    ("payload", "decoded"),
+    [
+        ("QQ==QQ==", b"A"),
+        ("=QQ==", b""),
+        ("QUJDR", b"ABC"),
+        ("QUJDRA", b"ABCD"),
+        ("QUJDREU", b"ABCDE"),
+        ("QQ=Q", b"A"),
+        ("QR==", b"A"),
+    ],
+)
+def test_decoding_follows_node_buffer_from_base64(payload: str, decoded: bytes) -> None:
+    # The expected bytes are what Node's `Buffer.from(payload, "base64")` answers.
+    assert decode_base64_payload(payload) == decoded
+
+
+def test_unknown_media_types_fall_back_to_octet_stream() -> None:
+    payload = b64(b"\x89PNG" * 400)
+    for declared, served in [
+        ("image/svg+xml", OCTET_STREAM),
+        ("text/html", OCTET_STREAM),
+        ("image/PNG", OCTET_STREAM),
+        (None, OCTET_STREAM),
+        *((media_type, media_type) for media_type in sorted(SERVABLE_MEDIA_TYPES)),
+    ]:
+        result = extract_media(user_line("u-1", [image(payload, declared)]), 0)
+        assert result == {"ok": True, "mediaType": served, "data": b"\x89PNG" * 400}, declared
+
+
+def test_a_half_written_line_is_unparsable() -> None:
+    line = user_line("u-1", [image(b64(b"x" * 900))])
+    assert extract_media(line[:-3], 0) == {"ok": False, "reason": "unparsable"}
+
+
+def test_only_the_requested_payload_is_served() -> None:
+    first, second = b"first" * 300, b"second" * 300
+    line = user_line(
+        "u-1",
+        [image(b64(first)), {"type": "text", "text": "and"}, image(b64(second))],
+        toolUseResult={"file": {"base64": b64(b"tool" * 300)}},
+    )
+    assert extract_media(line, 0) == {"ok": True, "mediaType": "image/png", "data": first}
+    assert extract_media(line, 1) == {"ok": True, "mediaType": "image/png", "data": second}
+    assert extract_media(line, 2) == {"ok": False, "reason": "no-such-image"}
+    assert extract_media(line, -1) == {"ok": False, "reason": "no-such-image"}
+
+
+def test_a_forged_marker_gets_a_reference_that_finds_no_payload() -> None:
+    # An image whose data literally reads the marker is indistinguishable from a
+    # stripped one: on a stripped line it gets a reference, and that reference
+    # answers no-payload (a 404), never another photo.
+    photo = b"photo" * 60_000
+    line = user_line("u-1", [{"type": "text", "text": "look"}, image(MARKER), image(b64(photo))])
+    (entry,) = entries_from_lines(SESSION, [line])
+    assert entry["content"][1:] == [
+        {"type": "image", "imageRef": f"{SESSION}/u-1/0", "mediaType": "image/png"},
+        {"type": "image", "imageRef": f"{SESSION}/u-1/1", "mediaType": "image/png"},
+    ]
+    assert extract_media(line, 0) == {"ok": False, "reason": "no-payload"}
+    assert extract_media(line, 1) == {"ok": True, "mediaType": "image/png", "data": photo}
+
+
+# ---------------------------------------------------------------------------------
+# The property: mint, then follow back
+# ---------------------------------------------------------------------------------
+
+MEDIA_TYPES = st.sampled_from([*sorted(SERVABLE_MEDIA_TYPES), "image/svg+xml", "image/PNG", None])
+TRICKY_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(
+        [
+            '"data":"' + "QUJD" * 300 + '"',
+            'he said \\"data\\":\\"hi\\"',
+            "naïve café 😀 \u2028 end",
+            '{"base64":"' + "A" * 1500 + '"}',
+            '"uuid":"u-1"',
+            "bbxStrippedMedia",
+        ]
+    ),
+)
+
+
+@st.composite
+def payloads(draw: st.DrawFn) -> str:
+    """Base64 of some bytes: short (inline), long (a payload), or huge (makes the line oversize)."""
+    seed = draw(st.binary(min_size=1, max_size=24))
+    size = draw(
+        st.one_of(st.integers(1, 700), st.integers(768, 4000), st.integers(200_000, 240_000))
+    )
+    return b64((seed * (size // len(seed) + 1))[:size])
+
+
+@st.composite
+def image_blocks_drawn(draw: st.DrawFn) -> JsonObject:
+    kind = draw(st.sampled_from(["payload", "payload", "payload", "empty", "missing", "url"]))
+    media_type = draw(MEDIA_TYPES)
+    source: dict[str, JsonValue] = {"type": "base64" if kind != "url" else "url"}
+    if media_type is not None:
+        source["media_type"] = media_type
+    if kind == "payload":
+        source["data"] = draw(payloads())
+    elif kind == "empty":
+        source["data"] = ""
+    elif kind == "url":
+        source["url"] = "https://example.com/p.png"
+    order = draw(st.permutations(list(source)))
+    return {"type": "image", "source": {key: source[key] for key in order}}
+
+
+@st.composite
+def other_blocks(draw: st.DrawFn) -> JsonObject:
+    kind = draw(st.sampled_from(["text", "tool_result", "document", "tool_use"]))
+    if kind == "text":
+        return {"type": "text", "text": draw(TRICKY_TEXT)}
+    if kind == "tool_result":
+        return {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": [{"type": "text", "text": draw(TRICKY_TEXT)}, draw(image_blocks_drawn())],
+        }
+    if kind == "document":
+        return {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": draw(payloads())},
+        }
+    return {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/a"}}
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> tuple[str, JsonObject, list[str]]:
+    """A record with images, and a transcript file holding it among decoys."""
+    uuid = draw(st.one_of(st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True), st.just("")))
+    content: list[JsonValue] = draw(
+        st.lists(st.one_of(image_blocks_drawn(), other_blocks()), min_size=1, max_size=6)
+    )
+    if draw(st.booleans()):
+        content.append({"type": "text", "text": draw(TRICKY_TEXT)})
+    record_type = draw(st.sampled_from(["user", "user", "assistant"]))
+    fields: dict[str, JsonValue] = {
+        "parentUuid": "p-0",
+        "type": record_type,
+        "message": {"role": record_type, "content": content},
+        "timestamp": "2026-03-01T10:00:00.000Z",
+    }
+    if uuid:
+        fields["uuid"] = uuid
+    if draw(st.booleans()):
+        fields["toolUseResult"] = {"type": "image", "file": {"base64": draw(payloads())}}
+    order = draw(st.permutations(list(fields)))
+    record = {key: fields[key] for key in order}
+    decoys = [
+        # The parent-uuid trap and a nested progress copy of the entry's uuid.
+        compact({"parentUuid": uuid, "type": "assistant", "uuid": "a-0", "message": {}}),
+        compact({"type": "progress", "data": {"message": {"uuid": uuid}}, "uuid": "p-0"}),
+        "// a comment line",
+        "",
+    ]
+    before = draw(st.lists(st.sampled_from(decoys), max_size=4))
+    return uuid, record, [*before, compact(record)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts())
+def test_every_minted_reference_follows_back_to_its_image(
+    drawn: tuple[str, JsonObject, list[str]],
+) -> None:
+    uuid, record, written = drawn
+    message = record["message"]
+    assert isinstance(message, dict)
+    content = message["content"]
+    assert isinstance(content, list)
+    originals = image_blocks(content)
+    # A decoy owning the uuid would rightly be found first; a forged marker is its own test.
+    assume(uuid not in {"a-0", "p-0"})
+    assume(MARKER not in json.dumps(content))
+
+    file_lines = split_transcript_lines("\n".join(written) + "\n")
+    classified = read_transcript_lines(file_lines)[-1]
+    entries = entries_from_lines(SESSION, file_lines)
+    ours = [entry for entry in entries if entry["uuid"] == uuid]
+    minted = [block for entry in ours for block in entry["content"] if "imageRef" in block]
+
+    # Only a line the guard stripped can carry references.
+    stripped = classified["kind"] == "parseable" and classified["mediaStripped"]
+    if not stripped or not uuid:
+        assert minted == []
+        return
+    if not ours:  # the turn itself is not history (an image-only user turn, say)
+        return
+    (entry,) = ours
+    object_blocks = [block for block in content if isinstance(block, dict)]
+    assert len(entry["content"]) == len(object_blocks)
+    for original, shown in zip(object_blocks, entry["content"], strict=True):
+        if original.get("type") != "image":
+            assert "imageRef" not in shown
+            continue
+        source = original["source"]
+        assert isinstance(source, dict)
+        data = source.get("data")
+        was_payload = isinstance(data, str) and BASE64_PAYLOAD_RE.fullmatch(f'"data":"{data}"')
+        if source.get("type") == "base64" and not data:
+            # A failed upload never gets a reference.
+            assert shown == {"type": "text", "text": IMAGE_NOT_DISPLAYED}
+            continue
+        # A reference exactly for the payloads the strip took out.
+        assert ("imageRef" in shown) == bool(was_payload and source.get("type") == "base64")
+        if "imageRef" not in shown:
+            continue
+        ref = parse_media_ref(shown["imageRef"])
+        assert (ref["sessionId"], ref["entryUuid"]) == (SESSION, uuid)
+        assert originals[ref["index"]] is original
+        found = find_line_by_uuid(file_lines, ref["entryUuid"])
+        assert found == {"found": True, "lineNumber": len(file_lines)}
+        result = extract_media(file_lines[-1], ref["index"])
+        declared = source.get("media_type")
+        assert result == {
+            "ok": True,
+            "mediaType": declared if declared in SERVABLE_MEDIA_TYPES else OCTET_STREAM,
+            "data": base64.b64decode(str(data)),
+        }
