@@ -17,7 +17,8 @@ photo later, lazily. The rules, in reading order:
    payload (group 2) of every match with `STRIPPED_MEDIA_MARKER`, keeping the key,
    and answers None when nothing matched. It is purely textual. On the compact JSON
    Claude Code writes (no whitespace around `:`) its meaning is: *every* object
-   member named `data` or `base64` whose value is a string of at least 1,024
+   member named `data` or `base64` (or, the one oddity, whose key ends in an
+   escaped `"` and one of those names) whose value is a string of at least 1,024
    characters from the base64 alphabet becomes the marker — image `source.data`
    at any depth (top level, nested in a `tool_result`), document (PDF) payloads,
    `toolUseResult.file.base64`. A value with any other character (a `data:` URL
@@ -111,15 +112,20 @@ from beebox_spec.errors import SpecRejection
 
 __all__ = [
     "BASE64_PAYLOAD_RE",
+    "INDEX_RE",
+    "JS_WHITESPACE",
     "MAX_IMAGE_INDEX",
     "MAX_MEDIA_LINE_BYTES",
+    "MISSING",
     "OCTET_STREAM",
+    "SAFE_ID_RE",
     "SERVABLE_MEDIA_TYPES",
     "SESSION_MEDIA_ROUTE",
     "SLOT_PREFIX",
     "STRIPPED_MEDIA_MARKER",
     "ExtractFailureReason",
     "ExtractResult",
+    "JsValue",
     "LineFound",
     "LineLookup",
     "LineNotFound",

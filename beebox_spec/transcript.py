@@ -40,12 +40,13 @@ The history read, top to bottom:
    rule they imitate without stating it; the rule above is the one that agrees with
    both of §1.1's accepted limitations ("a tool_result-shaped user turn that also
    has real text is dropped whole" — so the parse keeps it; "image-only oversize
-   user turns become a visible stub" — so the parse drops them), and it is what the
-   original's `buildEntry` does. The original also gave compaction summaries and
-   `[Request interrupted by user]` turns entry types of their own; §2.4's
-   `SessionEntry` has only user and assistant, so here they stay user entries; and
-   it copied each tool_result's summary onto the matching earlier `tool_use` block,
-   which no spec source states and which is not encoded here.
+   user turns become a visible stub" — so the parse drops them); the original's
+   `cli/lib/session-entry.ts` `buildEntry`, read for this decision, does the same.
+   That original also gave compaction summaries and `[Request interrupted by user]`
+   turns entry types of their own; §2.4's `SessionEntry` has only user and
+   assistant, so here they stay user entries. It also copied each tool_result's
+   summary onto the matching earlier `tool_use` block, which no spec source states
+   and which is not encoded here.
    The content is `transform_content`'d with the line's identity
    `{sessionId, entryUuid}` when the line was stripped and None otherwise, so only
    stripped images get references. `uuid` and `timestamp` read as

@@ -505,6 +505,15 @@ def test_only_the_requested_payload_is_served() -> None:
     assert extract_media(line, -1) == {"ok": False, "reason": "no-such-image"}
 
 
+@pytest.mark.parametrize(
+    "token", ["cb-media-slot-00", "cb-media-slot-١", "cb-media-slot-", "cb-media-slot-+0"]
+)
+def test_slot_tokens_are_read_canonically(token: str) -> None:
+    # Slot 0 exists (the toolUseResult payload); only the exact token names it.
+    line = user_line("u-1", [image(token)], toolUseResult={"file": {"base64": b64(b"t" * 900)}})
+    assert extract_media(line, 0) == {"ok": False, "reason": "no-payload"}
+
+
 def test_a_forged_marker_gets_a_reference_that_finds_no_payload() -> None:
     # An image whose data literally reads the marker is indistinguishable from a
     # stripped one: on a stripped line it gets a reference, and that reference
@@ -619,6 +628,11 @@ def transcripts(draw: st.DrawFn) -> tuple[str, JsonObject, list[str]]:
     return uuid, record, [*before, compact(record)]
 
 
+def image_data(block: JsonObject) -> JsonValue:
+    source = block.get("source")
+    return source.get("data") if isinstance(source, dict) else None
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts())
 def test_every_minted_reference_follows_back_to_its_image(
@@ -632,7 +646,7 @@ def test_every_minted_reference_follows_back_to_its_image(
     originals = image_blocks(content)
     # A decoy owning the uuid would rightly be found first; a forged marker is its own test.
     assume(uuid not in {"a-0", "p-0"})
-    assume(MARKER not in json.dumps(content))
+    assume(all(image_data(block) != MARKER for block in originals))
 
     file_lines = split_transcript_lines("\n".join(written) + "\n")
     classified = read_transcript_lines(file_lines)[-1]

@@ -328,6 +328,13 @@ def test_records_that_are_not_history(record: JsonObject, why: str) -> None:
     assert entry_from_record(record, None) is None, why
 
 
+def test_blank_means_javascript_whitespace() -> None:
+    # U+FEFF and U+2028 are JavaScript whitespace; U+001C and U+0085 are only Python's.
+    assert entry_from_record(user("u", [text("\ufeff\u2028")]), None) is None
+    assert entry_from_record(user("u", [text("\x1c")]), None) is not None
+    assert entry_from_record(user("u", [text("\x85")]), None) is not None
+
+
 def test_an_empty_string_reply_is_one_empty_block_and_kept() -> None:
     entry = entry_from_record(assistant("a", ""), None)
     assert entry is not None
