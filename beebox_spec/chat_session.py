@@ -57,9 +57,11 @@ The rules, in the order a reader meets them:
 7. **Session id.** An SDK message carrying a session id the session does not hold
    yet is the SDK assigning one: it is saved and announced.
 
-Engine events only arrive while a run exists; an engine event in ``idle`` or
-``starting`` (other than the start's own outcome) is a bug in whatever delivers
-them and raises `InvariantError`, like any illegal lifecycle move.
+The engine events and run requests are `beebox_spec.run_protocol`'s, shared
+with the thread session. Engine events only arrive about the current run; an
+engine event in ``idle`` or ``starting`` (other than the start's own outcome), or
+about another run, is a bug in whatever delivers them and raises
+`InvariantError`, like any illegal lifecycle move.
 """
 
 from __future__ import annotations
@@ -81,6 +83,15 @@ from beebox_spec.lifecycle import (
     is_busy,
     lifecycle_run,
     next_lifecycle,
+)
+from beebox_spec.run_protocol import (
+    CloseRun,
+    RunClosed,
+    RunStarted,
+    RunStartFailed,
+    SdkMessageArrived,
+    SendTurn,
+    StartRun,
 )
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text
 
@@ -213,30 +224,6 @@ class Interrupt:
     """The caller interrupts the turn in flight (the run stays open)."""
 
 
-@dataclass(frozen=True)
-class RunStarted:
-    """The engine opened the run the session asked for."""
-
-
-@dataclass(frozen=True)
-class RunStartFailed:
-    """The engine could not open the run."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class SdkMessageArrived:
-    """The run produced an SDK message (already adapted by `adapt_sdk_message`)."""
-
-    message: AdaptedMessage
-
-
-@dataclass(frozen=True)
-class RunClosed:
-    """The run's message stream ended — asked for by a close, or on its own."""
-
-
 ChatSessionEvent: TypeAlias = (
     Send
     | Enqueue
@@ -252,29 +239,6 @@ ChatSessionEvent: TypeAlias = (
 
 
 # --- Effects ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StartRun:
-    """Ask the engine for run number ``run``, resuming ``resume_session_id`` if set."""
-
-    run: int
-    resume_session_id: str | None
-
-
-@dataclass(frozen=True)
-class SendTurn:
-    """Send ``text`` as one turn on run ``run``."""
-
-    run: int
-    text: str
-
-
-@dataclass(frozen=True)
-class CloseRun:
-    """Close run ``run``; its message stream will end and `RunClosed` follow."""
-
-    run: int
 
 
 @dataclass(frozen=True)
@@ -374,10 +338,10 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _run_started(state)
         case RunStartFailed(reason=reason):
             return _run_start_failed(state, reason)
-        case SdkMessageArrived(message=message):
-            return _message_arrived(state, message)
-        case RunClosed():
-            return _run_closed(state)
+        case SdkMessageArrived(run=run, message=message):
+            return _message_arrived(state, run, message)
+        case RunClosed(run=run):
+            return _run_closed(state, run)
         case _:
             assert_never(event)
 
@@ -435,10 +399,10 @@ def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
     )
 
 
-def _message_arrived(state: ChatSessionState, message: AdaptedMessage) -> ChatSessionStep:
-    # Messages come only from a run that exists.
-    if lifecycle_run(state.lifecycle) is None:
-        raise InvariantError(f"SDK message while {state.lifecycle.phase}: there is no run")
+def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage) -> ChatSessionStep:
+    # Messages come only from the current run, while it exists.
+    if lifecycle_run(state.lifecycle) != run:
+        raise InvariantError(f"SDK message from run {run} while {state.lifecycle.phase}")
     effects: list[Effect] = []
     session_id = message.get("session_id")
     # Rule 7: a session id we do not hold yet is the SDK assigning one.
@@ -463,10 +427,10 @@ def _message_arrived(state: ChatSessionState, message: AdaptedMessage) -> ChatSe
     return ChatSessionStep(drained.state, (*effects, *drained.effects))
 
 
-def _run_closed(state: ChatSessionState) -> ChatSessionStep:
-    # Only a run that exists can end.
-    if lifecycle_run(state.lifecycle) is None:
-        raise InvariantError(f"run closed while {state.lifecycle.phase}: there is no run")
+def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
+    # Only the current run can end: the session never lets go of a run before its close.
+    if lifecycle_run(state.lifecycle) != run:
+        raise InvariantError(f"run {run} closed while {state.lifecycle.phase}")
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)

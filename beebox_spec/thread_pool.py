@@ -68,6 +68,15 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.run_protocol import (
+    CloseRun,
+    RunClosed,
+    RunStarted,
+    RunStartFailed,
+    SdkMessageArrived,
+    SendTurn,
+    StartRun,
+)
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
 
 __all__ = [
@@ -187,59 +196,9 @@ class Stop:
     """Close the run and forget the session id (registry eviction)."""
 
 
-@dataclass(frozen=True)
-class RunStarted:
-    """The engine opened the run the session asked for."""
-
-
-@dataclass(frozen=True)
-class RunStartFailed:
-    """The engine could not open the run."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class SdkMessageArrived:
-    """Run ``run`` produced an adapted SDK message."""
-
-    run: int
-    message: AdaptedMessage
-
-
-@dataclass(frozen=True)
-class RunClosed:
-    """The message stream of run ``run`` ended."""
-
-    run: int
-
-
 ThreadEvent: TypeAlias = (
     Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed
 )
-
-
-@dataclass(frozen=True)
-class StartRun:
-    """Ask the engine for run ``run``; a new session (no resume id) gets the thread prompt."""
-
-    run: int
-    resume_session_id: str | None
-
-
-@dataclass(frozen=True)
-class SendTurn:
-    """Send ``text`` as one turn on run ``run``."""
-
-    run: int
-    text: str
-
-
-@dataclass(frozen=True)
-class CloseRun:
-    """Close run ``run``."""
-
-    run: int
 
 
 TurnOutcome: TypeAlias = Literal["done", "closed", "start-failed"]

@@ -180,13 +180,13 @@ class _SpecChatDriver:
             case EngineStep(engine="startFailed"):
                 self._feed(chat_session.RunStartFailed(START_FAILURE_REASON))
             case EngineStep(engine="closed"):
-                self._feed(chat_session.RunClosed())
+                self._feed(chat_session.RunClosed(self.state.runs_started))
             case EngineStep():
                 self.messages += 1
                 if step.engine == "init":
                     self.announced_session = step.session_id
                 message = scripted_sdk_message(step, self.announced_session, self.messages)
-                self._feed(chat_session.SdkMessageArrived(message))
+                self._feed(chat_session.SdkMessageArrived(self.state.runs_started, message))
         return None
 
     def _feed(self, first: chat_session.ChatSessionEvent) -> bool | None:
@@ -207,7 +207,7 @@ class _SpecChatDriver:
                     self.runs[self.run_index[effect.run]].append(effect.text)
                 elif isinstance(effect, chat_session.CloseRun):
                     # Convention: closing a run ends its message stream at once.
-                    events.append(chat_session.RunClosed())
+                    events.append(chat_session.RunClosed(effect.run))
         return accepted
 
     def observe(self) -> dict[str, Any]:

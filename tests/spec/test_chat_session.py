@@ -45,11 +45,12 @@ from beebox_spec.lifecycle import Idle, Phase, Starting
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 
-def sdk(engine: EngineName, text: str = "", session_id: str = "") -> SdkMessageArrived:
-    """An adapted SDK message as the scripted engine emits it."""
-    return SdkMessageArrived(
-        scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1)
-    )
+def sdk(
+    engine: EngineName, text: str = "", session_id: str = "", run: int = 1
+) -> SdkMessageArrived:
+    """An adapted SDK message from run ``run``, as the scripted engine emits it."""
+    message = scripted_sdk_message(EngineStep(engine, text, session_id), session_id, 1)
+    return SdkMessageArrived(run, message)
 
 
 def run_events(
@@ -93,20 +94,20 @@ def test_result_drains_the_queue_into_the_next_turn() -> None:
 
 
 def test_run_death_with_a_queue_starts_a_fresh_run_and_drains_into_it() -> None:
-    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), RunClosed(), RunStarted())
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), RunClosed(1), RunStarted())
     death = steps[3]
     assert death.effects == (Emit("close", None), StartRun(2, None))
     assert sent_turns(steps) == [(1, "a"), (2, "b")]
 
 
 def test_run_death_without_a_queue_goes_idle() -> None:
-    steps = run_events(Send("a"), RunStarted(), RunClosed())
+    steps = run_events(Send("a"), RunStarted(), RunClosed(1))
     assert steps[-1].state.lifecycle == Idle()
     assert steps[-1].effects == (Emit("close", None),)
 
 
 def test_stop_clears_the_queue_and_does_not_drain() -> None:
-    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Stop(), RunClosed())
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Stop(), RunClosed(1))
     stop, closed = steps[3], steps[4]
     assert stop.effects == (CloseRun(1),)
     assert stop.state.queue == ()
@@ -123,7 +124,7 @@ def test_stop_remembers_whether_a_turn_was_in_flight() -> None:
 
 
 def test_restart_drains_the_queue_into_a_fresh_run() -> None:
-    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Restart(), RunClosed(), RunStarted())
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), Restart(), RunClosed(1), RunStarted())
     assert steps[3].effects == (CloseRun(1),)
     assert steps[3].state.lifecycle.phase is Phase.STREAMING, "restart leaves the phase alone"
     assert steps[4].effects == (Emit("close", None), StartRun(2, None))
@@ -184,7 +185,7 @@ def test_the_sdk_assigned_session_id_is_saved_and_used_to_resume() -> None:
         sdk("init", session_id="s-1"),
         sdk("result"),
         Stop(),
-        RunClosed(),
+        RunClosed(1),
         Send("b"),
     )
     assert SaveSessionId("s-1") in steps[2].effects
@@ -207,7 +208,7 @@ def test_interrupt_only_touches_an_open_run() -> None:
 
 @pytest.mark.parametrize(
     "event",
-    [RunStarted(), RunStartFailed("x"), RunClosed(), sdk("result"), sdk("init", session_id="s")],
+    [RunStarted(), RunStartFailed("x"), RunClosed(1), sdk("result"), sdk("init", session_id="s")],
 )
 def test_engine_events_without_a_run_are_invariant_failures(event: ChatSessionEvent) -> None:
     with pytest.raises(InvariantError):
@@ -222,7 +223,7 @@ def test_a_task_message_is_emitted_and_nothing_else() -> None:
         "uuid": "u",
         "task": {"phase": "started", "taskId": "t", "status": "running"},
     }
-    result = step(state, SdkMessageArrived(task))  # type: ignore[arg-type]
+    result = step(state, SdkMessageArrived(1, task))  # type: ignore[arg-type]
     assert result.effects == (Emit("task", task),)
     assert result.state == state
 
@@ -249,7 +250,6 @@ class ChatSessionLedger(RuleBasedStateMachine):
         self.discarded: Counter[str] = Counter()
         self.counter = 0
         self.runs_asked = 0
-        self.close_pending = False
 
     def fresh_text(self) -> str:
         self.counter += 1
@@ -278,8 +278,6 @@ class ChatSessionLedger(RuleBasedStateMachine):
             case StartRun(run=run):
                 self.runs_asked += 1
                 assert run == self.runs_asked, "runs are numbered in order"
-            case CloseRun():
-                self.close_pending = True
             case _:
                 pass
 
@@ -312,15 +310,14 @@ class ChatSessionLedger(RuleBasedStateMachine):
     )
     @rule(kind=st.sampled_from(["init", "assistant", "result"]))
     def message(self, kind: EngineName) -> None:
-        self.apply(sdk(kind, "text", "s-1"))
+        self.apply(sdk(kind, "text", "s-1", run=self.state.runs_started))
 
     @precondition(
         lambda self: self.state.lifecycle.phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
     )
     @rule()
     def run_ends(self) -> None:
-        self.close_pending = False
-        self.apply(RunClosed())
+        self.apply(RunClosed(self.state.runs_started))
 
     @invariant()
     def nothing_lost_or_duplicated(self) -> None:
