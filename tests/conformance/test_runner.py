@@ -1,0 +1,154 @@
+"""The conformance runner: the packaged vectors pass, and broken input is reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.__main__ import main as conformance_main
+from conformance.runner import PACKAGED_VECTORS, count_kinds, run_files
+from conformance.targets.spec import SPEC_HANDLERS
+from conformance.vectorfile import (
+    VectorFileError,
+    expand_macros,
+    first_difference,
+    json_equal,
+    load_vector_file,
+)
+
+# CONFORMANCE.md's kinds that the spec target answers today (http/exchange and the
+# transcript kinds over a live host come with the server).
+SPEC_KINDS = {
+    "lifecycle/transition", "lifecycle/flags", "media-ref/parse", "media-ref/encode",
+    "transcript/read-lines", "transcript/entries", "content/transform", "media/find-line",
+    "media/extract", "reconcile/pending", "reconcile/merge-accepted", "journal/prefix-hash",
+    "journal/resolve-span", "review/elide-middle", "review/title-owner", "review/leak-scan",
+    "session/scenario",
+}  # fmt: skip
+
+
+def write(path: Path, document: Any) -> Path:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_every_packaged_vector_passes_against_the_spec() -> None:
+    report = run_files([PACKAGED_VECTORS], SPEC_HANDLERS)
+    assert not report.failures, "\n".join(f.render() for f in report.failures or ())
+    assert report.passed >= 300
+
+
+def test_the_packaged_vectors_cover_every_spec_kind() -> None:
+    counts = count_kinds([PACKAGED_VECTORS])
+    assert set(counts) == SPEC_KINDS
+    assert set(SPEC_HANDLERS) == SPEC_KINDS
+    assert all(count >= 5 for count in counts.values()), counts
+
+
+def test_the_closing_line_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(
+        tmp_path / "good.json",
+        {"kind": "lifecycle/transition", "description": "", "cases": [
+            {"name": "legal", "input": {"from": "idle", "to": "starting"}, "expect": {"legal": True}},
+        ]},
+    )  # fmt: skip
+    assert conformance_main([str(good)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed"
+
+
+def test_a_wrong_expectation_fails_with_file_case_and_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(
+        tmp_path / "bad.json",
+        {"kind": "media-ref/parse", "description": "", "cases": [
+            {"name": "ok", "input": "s/u/1", "expect": {"sessionId": "s", "entryUuid": "u", "index": 1}},
+            {"name": "wrong index", "input": "s/u/2", "expect": {"sessionId": "s", "entryUuid": "u", "index": 3}},
+        ]},
+    )  # fmt: skip
+    assert conformance_main([str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "1 passed, 1 failed"
+    assert lines[0].startswith(f"FAIL {bad} :: wrong index: expected ")
+    assert "first difference at $.index" in lines[0]
+
+
+def test_an_unknown_kind_and_an_unparsable_file_fail_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "a.json", {"kind": "no/such-kind", "description": "", "cases": []})
+    (tmp_path / "b.json").write_text("{not json", encoding="utf-8")
+    write(tmp_path / "c.json", {"kind": "lifecycle/flags", "cases": [{"name": "x"}]})
+    assert conformance_main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "unknown kind 'no/such-kind'" in out
+    assert "b.json: cannot parse" in out
+    assert "c.json: cannot parse: case 1 must be an object with input and expect" in out
+    assert out.splitlines()[-1] == "0 passed, 3 failed"
+
+
+def test_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert conformance_main([str(tmp_path / "absent")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_a_crashing_handler_is_that_cases_failure(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "crash.json",
+        {"kind": "lifecycle/flags", "description": "", "cases": [
+            {"name": "bad phase", "input": {"phase": "nope"}, "expect": {"running": False, "busy": False}},
+        ]},
+    )  # fmt: skip
+    report = run_files([path], SPEC_HANDLERS)
+    assert report.failed == 1
+    assert report.failures is not None
+    assert "raised ValueError" in report.failures[0].message
+
+
+def test_list_prints_kinds_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert conformance_main(["--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "lifecycle/transition\t25" in out
+    assert out[-1].endswith(f"cases in {len(SPEC_KINDS)} kinds")
+
+
+def test_macros_expand_anywhere_in_the_input() -> None:
+    given = {
+        "a": [{"$repeat": "ab", "times": 3}],
+        "b": {"$concat": ["x", {"$repeat": "y", "times": 2}]},
+    }
+    assert expand_macros(given) == {"a": ["ababab"], "b": "xyy"}
+    assert expand_macros({"$json": {"k": "é", "n": [1, 2]}}) == '{"k":"é","n":[1,2]}'
+    assert expand_macros({"$repeat": "a", "times": 2, "extra": 1}) == {
+        "$repeat": "a", "times": 2, "extra": 1,
+    }, "an object with other keys is data, not a macro"  # fmt: skip
+    with pytest.raises(VectorFileError):
+        expand_macros({"$repeat": "a", "times": -1})
+    with pytest.raises(VectorFileError):
+        expand_macros({"$concat": ["a", 1]})
+
+
+def test_expect_is_not_expanded(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "v.json",
+        {"kind": "review/elide-middle", "description": "", "cases": [
+            {"name": "n", "input": {"text": {"$repeat": "a", "times": 2}}, "expect": {"$repeat": "a", "times": 2}},
+        ]},
+    )  # fmt: skip
+    case = load_vector_file(path).cases[0]
+    assert case.input == {"text": "aa"}
+    assert case.expect == {"$repeat": "a", "times": 2}
+
+
+def test_json_equality_is_exact() -> None:
+    assert json_equal({"a": [1, "x"]}, {"a": [1.0, "x"]})
+    assert not json_equal(True, 1)
+    assert not json_equal(0, False)
+    assert not json_equal(None, [])
+    assert not json_equal([1, 2], [1, 2, 3])
+    assert first_difference({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}) == "$.a.b[1]"
+    assert first_difference({"a": 1}, {"a": 1, "b": 2}) == "$.b (unexpected)"
+    assert first_difference({"a": 1, "b": 2}, {"a": 1}) == "$.b (missing)"
