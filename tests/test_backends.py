@@ -18,4 +18,4 @@ async def test_runs_on_the_backend_the_fixture_names(anyio_backend: str) -> None
 
 def test_both_backends_ran() -> None:
     # Runs after the parametrised test above (pytest keeps file order).
-    assert SEEN_BACKENDS == {"asyncio", "trio"}
+    assert {"asyncio", "trio"} == SEEN_BACKENDS

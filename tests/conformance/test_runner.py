@@ -35,6 +35,17 @@ def write(path: Path, document: Any) -> Path:
     return path
 
 
+def vector_file(kind: str, *cases: tuple[str, Any, Any]) -> dict[str, Any]:
+    """A vector document of ``kind`` with (name, input, expect) cases."""
+    return {
+        "kind": kind,
+        "description": "a test's own vectors",
+        "cases": [
+            {"name": name, "input": given, "expect": expect} for name, given, expect in cases
+        ],
+    }
+
+
 def test_every_packaged_vector_passes_against_the_spec() -> None:
     report = run_files([PACKAGED_VECTORS], SPEC_HANDLERS)
     assert not report.failures, "\n".join(f.render() for f in report.failures or ())
@@ -51,10 +62,10 @@ def test_the_packaged_vectors_cover_every_spec_kind() -> None:
 def test_the_closing_line_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = write(
         tmp_path / "good.json",
-        {"kind": "lifecycle/transition", "description": "", "cases": [
-            {"name": "legal", "input": {"from": "idle", "to": "starting"}, "expect": {"legal": True}},
-        ]},
-    )  # fmt: skip
+        vector_file(
+            "lifecycle/transition", ("legal", {"from": "idle", "to": "starting"}, {"legal": True})
+        ),
+    )
     assert conformance_main([str(good)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed"
 
@@ -64,11 +75,12 @@ def test_a_wrong_expectation_fails_with_file_case_and_difference(
 ) -> None:
     bad = write(
         tmp_path / "bad.json",
-        {"kind": "media-ref/parse", "description": "", "cases": [
-            {"name": "ok", "input": "s/u/1", "expect": {"sessionId": "s", "entryUuid": "u", "index": 1}},
-            {"name": "wrong index", "input": "s/u/2", "expect": {"sessionId": "s", "entryUuid": "u", "index": 3}},
-        ]},
-    )  # fmt: skip
+        vector_file(
+            "media-ref/parse",
+            ("ok", "s/u/1", {"sessionId": "s", "entryUuid": "u", "index": 1}),
+            ("wrong index", "s/u/2", {"sessionId": "s", "entryUuid": "u", "index": 3}),
+        ),
+    )
     assert conformance_main([str(bad)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == "1 passed, 1 failed"
@@ -79,7 +91,7 @@ def test_a_wrong_expectation_fails_with_file_case_and_difference(
 def test_an_unknown_kind_and_an_unparsable_file_fail_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write(tmp_path / "a.json", {"kind": "no/such-kind", "description": "", "cases": []})
+    write(tmp_path / "a.json", vector_file("no/such-kind"))
     (tmp_path / "b.json").write_text("{not json", encoding="utf-8")
     write(tmp_path / "c.json", {"kind": "lifecycle/flags", "cases": [{"name": "x"}]})
     assert conformance_main([str(tmp_path)]) == 1
@@ -98,10 +110,10 @@ def test_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_a_crashing_handler_is_that_cases_failure(tmp_path: Path) -> None:
     path = write(
         tmp_path / "crash.json",
-        {"kind": "lifecycle/flags", "description": "", "cases": [
-            {"name": "bad phase", "input": {"phase": "nope"}, "expect": {"running": False, "busy": False}},
-        ]},
-    )  # fmt: skip
+        vector_file(
+            "lifecycle/flags", ("bad phase", {"phase": "nope"}, {"running": False, "busy": False})
+        ),
+    )
     report = run_files([path], SPEC_HANDLERS)
     assert report.failed == 1
     assert report.failures is not None
@@ -132,12 +144,10 @@ def test_macros_expand_anywhere_in_the_input() -> None:
 
 
 def test_expect_is_not_expanded(tmp_path: Path) -> None:
+    twice = {"$repeat": "a", "times": 2}
     path = write(
-        tmp_path / "v.json",
-        {"kind": "review/elide-middle", "description": "", "cases": [
-            {"name": "n", "input": {"text": {"$repeat": "a", "times": 2}}, "expect": {"$repeat": "a", "times": 2}},
-        ]},
-    )  # fmt: skip
+        tmp_path / "v.json", vector_file("review/elide-middle", ("n", {"text": twice}, twice))
+    )
     case = load_vector_file(path).cases[0]
     assert case.input == {"text": "aa"}
     assert case.expect == {"$repeat": "a", "times": 2}

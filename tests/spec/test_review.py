@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.javascript import JS_WHITESPACE
 from beebox_spec.review import (
     DISCOVERY_GATES,
-    JS_WHITESPACE,
     MAX_RENDERED_CHARS,
     REDACTED_CREDENTIAL,
     REVIEWER_SYSTEM_PROMPT,

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.javascript import js_trim
 from beebox_spec.sdk_messages import (
     DROPPED_SDK_TYPES,
     TASK_STATUSES,
@@ -39,7 +40,6 @@ from beebox_spec.sdk_messages import (
     adapt_sdk_message,
     assistant_text,
     extract_chat_responses,
-    js_trim,
     message_kind,
 )
 
@@ -979,13 +979,6 @@ def test_message_kind(name: str, kind: str) -> None:
 )
 def test_extract_chat_responses(buffer: str, responses: list[str], rest: str) -> None:
     assert extract_chat_responses(buffer) == (responses, rest)
-
-
-def test_js_trim_is_javascript_trim() -> None:
-    # U+FEFF is trimmed by JavaScript but is not whitespace to Python; U+0085 and
-    # U+001C are whitespace to Python but not to JavaScript.
-    assert js_trim("\ufeff\u2028 a \u3000\r\n") == "a"
-    assert js_trim("\u0085a\u001c") == "\u0085a\u001c"
 
 
 PIECES = st.sampled_from(

@@ -33,6 +33,7 @@ from beebox_spec.transcript import (
     history_page,
     history_tail,
     is_oversize_line,
+    is_plumbing_message,
     oversize_entry,
     read_transcript_lines,
     split_transcript_lines,
@@ -326,6 +327,25 @@ def test_accepted_limitation_image_only_turn() -> None:
 )
 def test_records_that_are_not_history(record: JsonObject, why: str) -> None:
     assert entry_from_record(record, None) is None, why
+
+
+@pytest.mark.parametrize(
+    ("text", "plumbing"),
+    [
+        ("Tool loaded.", True),
+        ("\ufeff Tool loaded.\u2028\n", True),
+        ("Tool loaded. Thanks", False),
+        ("Tool loaded.\x85", False),
+        ("tool loaded.", False),
+        ("Todos have been modified successfully.", True),
+        ("\u3000Todos have been modified", True),
+        ("Note: Todos have been modified", False),
+        ("", False),
+    ],
+)
+def test_plumbing_is_the_trimmed_text(text: str, plumbing: bool) -> None:
+    # Exactly "Tool loaded.", or a start of "Todos have been modified", after a JS trim.
+    assert is_plumbing_message(text) is plumbing
 
 
 def test_blank_means_javascript_whitespace() -> None:
