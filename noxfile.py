@@ -59,3 +59,10 @@ def docs(session: nox.Session) -> None:
     install(session)
     with open("docs/phases.md", "w", encoding="utf-8") as out:
         session.run("python", "-m", "beebox_spec", "--markdown", stdout=out)
+
+
+@nox.session
+def deep(session: nox.Session) -> None:
+    """The property tests with many more Hypothesis examples (long; not part of CI)."""
+    install(session, "test")
+    session.run("pytest", "tests/spec", *session.posargs, env={"HYPOTHESIS_PROFILE": "deep"})

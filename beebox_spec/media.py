@@ -84,22 +84,19 @@ Decisions where the sources are silent or the original's JavaScript leaks throug
   or past index 999, reads `IMAGE_NOT_DISPLAYED` rather than carrying a reference
   that could only answer 400. The original skipped minting only for an empty uuid.
 - **JavaScript values**: the original reads fields with `String(x || "")`,
-  template literals, `.length`, `.substring` and `JSON.stringify`. The appendix at
-  the end of this module states those readings for JSON values (truthiness,
-  `String()` of numbers and arrays, UTF-16 lengths, property order). One departure:
-  a cut never splits a surrogate pair (the pair is left out whole), so a summary is
+  template literals, `.length`, `.substring` and `JSON.stringify`. Those readings
+  for JSON values (truthiness, `String()` of numbers and arrays, UTF-16 lengths,
+  property order) are `beebox_spec.javascript`'s. One departure, stated there: a
+  cut never splits a surrogate pair (the pair is left out whole), so a summary is
   always valid Unicode; JavaScript would leave half a character.
 """
 
 from __future__ import annotations
 
 import binascii
-import decimal
 import json
-import math
 import re
 from collections.abc import Sequence
-from enum import Enum
 from typing import Final, Literal, TypeAlias, TypedDict
 
 from beebox_spec.entries import (
@@ -109,14 +106,23 @@ from beebox_spec.entries import (
     SessionContentBlock,
 )
 from beebox_spec.errors import SpecRejection
+from beebox_spec.javascript import (
+    MISSING,
+    js_json_stringify,
+    js_or,
+    js_string,
+    js_string_or_empty,
+    js_truthy,
+    utf8_length,
+    utf16_length,
+    utf16_prefix,
+)
 
 __all__ = [
     "BASE64_PAYLOAD_RE",
     "INDEX_RE",
-    "JS_WHITESPACE",
     "MAX_IMAGE_INDEX",
     "MAX_MEDIA_LINE_BYTES",
-    "MISSING",
     "OCTET_STREAM",
     "SAFE_ID_RE",
     "SERVABLE_MEDIA_TYPES",
@@ -125,7 +131,6 @@ __all__ = [
     "STRIPPED_MEDIA_MARKER",
     "ExtractFailureReason",
     "ExtractResult",
-    "JsValue",
     "LineFound",
     "LineLookup",
     "LineNotFound",
@@ -141,11 +146,6 @@ __all__ = [
     "find_line_by_uuid",
     "image_blocks",
     "is_image_block",
-    "js_json_stringify",
-    "js_string",
-    "js_string_or_empty",
-    "js_trim",
-    "js_truthy",
     "message_content",
     "parse_json_object_or_none",
     "parse_json_text",
@@ -155,9 +155,6 @@ __all__ = [
     "summarize_tool_input",
     "summarize_tool_result",
     "transform_content",
-    "utf8_length",
-    "utf16_length",
-    "utf16_prefix",
 ]
 
 
@@ -496,18 +493,18 @@ def summarize_tool_input(tool_name: str, tool_input: JsonObject) -> str:
         written = utf16_length(js_string_or_empty(tool_input.get("content")))
         return f"{path} ({written} chars)"
     if tool_name == "Bash":
-        said = _js_or(tool_input.get("description"), tool_input.get("command"), "")
+        said = js_or(tool_input.get("description"), tool_input.get("command"), "")
         return utf16_prefix(js_string(said), BASH_SUMMARY_CHARS)
     if tool_name == "Glob":
         return js_string_or_empty(tool_input.get("pattern"))
     if tool_name == "Grep":
         pattern = js_string(tool_input.get("pattern", MISSING))
-        where = js_string(_js_or(tool_input.get("path"), "."))
+        where = js_string(js_or(tool_input.get("path"), "."))
         return f"{pattern} in {where}"
     if tool_name == "TodoWrite":
         return "update todos"
     if tool_name == "Task":
-        said = _js_or(tool_input.get("description"), tool_input.get("prompt"), "")
+        said = js_or(tool_input.get("description"), tool_input.get("prompt"), "")
         return utf16_prefix(js_string(said), TASK_SUMMARY_CHARS)
     # Any other tool: its input as compact JSON, cut.
     return utf16_prefix(js_json_stringify(tool_input), UNKNOWN_TOOL_SUMMARY_CHARS)
@@ -693,195 +690,3 @@ def decode_base64_payload(payload: str) -> bytes:
         data = data[:-1]
     padded = data + "=" * (-len(data) % 4)
     return binascii.a2b_base64(padded.encode("ascii"))
-
-
-# ---------------------------------------------------------------------------------
-# Appendix: reading values as the original's JavaScript does
-# ---------------------------------------------------------------------------------
-#
-# The original reads transcript fields with JavaScript's coercions. For JSON values
-# they mean the following; `MISSING` stands for JavaScript's `undefined` (a member
-# that is absent).
-
-
-class _Missing(Enum):
-    MISSING = "undefined"
-
-
-MISSING: Final = _Missing.MISSING
-
-JsValue: TypeAlias = "JsonValue | _Missing"
-
-# ECMAScript WhiteSpace and LineTerminator: what `String.prototype.trim` removes.
-JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-# The largest array index; string keys up to it that read as canonical integers are
-# listed first, in ascending order, by `JSON.stringify` (OrdinaryOwnPropertyKeys).
-_MAX_ARRAY_INDEX: Final = 2**32 - 2
-_CANONICAL_INTEGER_RE: Final = re.compile(r"0|[1-9][0-9]*")
-
-
-def js_truthy(value: JsValue) -> bool:
-    """JavaScript truthiness: undefined, null, false, 0 and "" are false."""
-    if value is MISSING or value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return value != 0 and not math.isnan(value)
-    if isinstance(value, str):
-        return value != ""
-    # Arrays and objects, even empty ones, are true.
-    return True
-
-
-def js_string(value: JsValue) -> str:
-    """JavaScript's `String(value)` for a JSON value (undefined reads "undefined")."""
-    if value is MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return _js_number_string(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        # Array.prototype.join: null elements read as empty, nested arrays join too.
-        return ",".join("" if item is None else js_string(item) for item in value)
-    return "[object Object]"
-
-
-def js_trim(text: str) -> str:
-    """`String.prototype.trim`: ECMAScript whitespace and line terminators removed."""
-    return text.strip(JS_WHITESPACE)
-
-
-def js_json_stringify(value: JsonValue) -> str:
-    """`JSON.stringify(value)` as JavaScript writes it for a parsed JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        number = _js_double(value)
-        # Non-finite numbers serialise as null.
-        return _js_number_string(number) if math.isfinite(number) else "null"
-    if isinstance(value, str):
-        return _js_quote(value)
-    if isinstance(value, list):
-        return "[" + ",".join(js_json_stringify(item) for item in value) + "]"
-    members = [f"{_js_quote(key)}:{js_json_stringify(value[key])}" for key in _js_key_order(value)]
-    return "{" + ",".join(members) + "}"
-
-
-def utf8_length(text: str) -> int:
-    """The text's length in UTF-8 bytes; a lone surrogate counts 3, as in Node."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def utf16_length(text: str) -> int:
-    """JavaScript's `.length`: UTF-16 code units (a character past U+FFFF counts 2)."""
-    return sum(2 if ord(character) > 0xFFFF else 1 for character in text)
-
-
-def utf16_prefix(text: str, units: int) -> str:
-    """`.substring(0, units)`, except that a character the cut would split is left out.
-
-    (ours) JavaScript would keep the first half of a surrogate pair; a lone
-    surrogate is not Unicode text, so the spec leaves the character out whole.
-    """
-    taken = 0
-    for position, character in enumerate(text):
-        width = 2 if ord(character) > 0xFFFF else 1
-        # The next character does not fit whole: the prefix ends before it.
-        if taken + width > units:
-            return text[:position]
-        taken += width
-    return text
-
-
-def js_string_or_empty(value: JsValue) -> str:
-    """JavaScript's `String(value || "")`: undefined, null, false, 0 and "" read ""."""
-    return js_string(value) if js_truthy(value) else ""
-
-
-def _js_or(*values: JsValue) -> JsValue:
-    # JavaScript's `a || b || c`: the first truthy operand, else the last.
-    for value in values[:-1]:
-        if js_truthy(value):
-            return value
-    return values[-1]
-
-
-def _js_double(value: int | float) -> float:
-    # Every JavaScript number is a double; an integer beyond its range is infinite.
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
-def _js_number_string(value: int | float) -> str:
-    # ECMAScript Number::toString(10) over the shortest round-tripping digits.
-    number = _js_double(value)
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    if number == 0:
-        return "0"
-    if number < 0:
-        return "-" + _js_number_string(-number)
-    shortest = decimal.Decimal(repr(number)).normalize().as_tuple()
-    digits = "".join(str(digit) for digit in shortest.digits)
-    assert isinstance(shortest.exponent, int), "a finite double has an integer exponent"
-    k = len(digits)
-    n = k + shortest.exponent  # number = 0.digits × 10**n
-    if k <= n <= 21:
-        return digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return "0." + "0" * -n + digits
-    exponent = n - 1
-    mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
-    return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
-
-
-_JS_ESCAPES: Final = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
-
-
-def _js_quote(text: str) -> str:
-    # QuoteJSONString: the short escapes, other controls and lone surrogates as \uXXXX.
-    out = ['"']
-    for character in text:
-        if character in _JS_ESCAPES:
-            out.append(_JS_ESCAPES[character])
-        elif character < " " or "\ud800" <= character <= "\udfff":
-            out.append(f"\\u{ord(character):04x}")
-        else:
-            out.append(character)
-    out.append('"')
-    return "".join(out)
-
-
-def _js_key_order(obj: JsonObject) -> list[str]:
-    # Array-index keys first in ascending numeric order, then the rest as inserted.
-    def is_array_index(key: str) -> bool:
-        return _CANONICAL_INTEGER_RE.fullmatch(key) is not None and int(key) <= _MAX_ARRAY_INDEX
-
-    indices = sorted((key for key in obj if is_array_index(key)), key=int)
-    return indices + [key for key in obj if not is_array_index(key)]

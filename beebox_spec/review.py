@@ -20,7 +20,8 @@ concern the journal, in the order the pass meets them:
 2. **Real user turns** (§4.2). A transcript line counts as a turn the person
    took when it is a `user` line that is not `isMeta`, not an SDK compaction
    summary, holds non-blank text (so tool_result-only turns do not count), and
-   whose text is not Claude Code plumbing nor consists only of self-notes.
+   whose text is not Claude Code plumbing (the history read's rule,
+   `beebox_spec.transcript.is_plumbing_message`) nor consists only of self-notes.
 3. **Qualification** (§4.2). One ordered table of gates; the first that fails
    names the skip reason: another machine's session, transcript missing,
    modified within the last 30 minutes, fewer than 2 real user turns,
@@ -48,9 +49,9 @@ Three conventions hold throughout, because the original is JavaScript:
   counts UTF-16 code units; the two differ only for characters outside the
   Basic Multilingual Plane (most emoji), where cutting by code units could
   split a character in two. **(deliberate difference)**
-- *Whitespace* is JavaScript's: `JS_WHITESPACE` is the set `\\s` and `trim()`
-  use there, which is not Python's `str.isspace()` (Python adds U+001C–U+001F
-  and U+0085 and lacks U+FEFF).
+- *Whitespace* is JavaScript's: the set `\\s` and `trim()` use there
+  (`beebox_spec.javascript`), which is not Python's `str.isspace()` (Python
+  adds U+001C–U+001F and U+0085 and lacks U+FEFF).
 - *Patterns* are ASCII-only where JavaScript's are: `\\w` is `[A-Za-z0-9_]`,
   `\\d` is `[0-9]`, and a word boundary `\\b` sees only those as word
   characters (`re.ASCII`, or the class spelled out).
@@ -68,6 +69,14 @@ from typing import Final, Literal, TypedDict, TypeGuard
 
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
 from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.javascript import (
+    JS_SPACE_CLASS,
+    JS_SPACE_CLASS_ITEMS,
+    js_trim,
+    js_trim_end,
+    js_trim_start,
+)
+from beebox_spec.transcript import is_plumbing_message
 
 __all__ = [
     "COMPACTION_PREFIX",
@@ -75,7 +84,6 @@ __all__ = [
     "CREDENTIAL_PATTERNS",
     "DISCOVERY_GATES",
     "FIRST_MESSAGE_WINDOW",
-    "JS_WHITESPACE",
     "MAX_RENDERED_CHARS",
     "NOTES_MAX",
     "NOTE_KINDS",
@@ -119,7 +127,6 @@ __all__ = [
     "has_enough_new_material",
     "has_enough_user_turns",
     "is_compaction_summary",
-    "is_plumbing_message",
     "is_pure_self_note",
     "is_quiescent",
     "mask_data_uris",
@@ -140,36 +147,8 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------
-# JavaScript text semantics
-# ---------------------------------------------------------------------------
-
-# What JavaScript's `\s` matches and `String.prototype.trim` removes: WhiteSpace
-# (tab, VT, FF, space, NBSP, ZWNBSP/BOM and the Zs category) plus the
-# LineTerminators (LF, CR, LS, PS).
-JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_JS_SPACE_CHARS = "".join(re.escape(char) for char in JS_WHITESPACE)
-_JS_SPACE = f"[{_JS_SPACE_CHARS}]"
-_JS_SPACE_RUN = re.compile(_JS_SPACE + "+")
-
-
-def _js_trim(text: str) -> str:
-    """`text.trim()` in JavaScript."""
-    return text.strip(JS_WHITESPACE)
-
-
-def _js_trim_start(text: str) -> str:
-    """`text.trimStart()` in JavaScript."""
-    return text.lstrip(JS_WHITESPACE)
-
-
-def _js_trim_end(text: str) -> str:
-    """`text.trimEnd()` in JavaScript."""
-    return text.rstrip(JS_WHITESPACE)
+# A run of JavaScript whitespace (`\s+`), collapsed to one space in snippets.
+_JS_SPACE_RUN: Final = re.compile(JS_SPACE_CLASS + "+")
 
 
 # ---------------------------------------------------------------------------
@@ -196,7 +175,7 @@ _VOICE_MARKER_TAG = re.compile(
 )
 # `<chat-app …/>` or `<chat-app …>…</chat-app>`, any case, with one newline after it.
 _CHAT_APP_TAG = re.compile(
-    r"<chat-app\b[^>]*?(?:/" + _JS_SPACE + r"*>|>[\s\S]*?</chat-app" + _JS_SPACE + r"*>)\n?",
+    rf"<chat-app\b[^>]*?(?:/{JS_SPACE_CLASS}*>|>[\s\S]*?</chat-app{JS_SPACE_CLASS}*>)\n?",
     re.ASCII | re.IGNORECASE,
 )
 # Opening or closing `<speech …>` / `<typed …>` tag; the text between them stays.
@@ -230,14 +209,14 @@ def extract_snippet(raw: str, max_len: int = SNIPPET_MAX_LEN) -> str | None:
     # max_len 0 has no meaning (JavaScript would clamp the cut to "…" alone).
     if max_len < 1:
         raise InvariantError(f"snippet length must be at least 1, got {max_len}")
-    cleaned = _js_trim(_JS_SPACE_RUN.sub(" ", strip_speech_wrappers(raw)))
+    cleaned = js_trim(_JS_SPACE_RUN.sub(" ", strip_speech_wrappers(raw)))
     # Nothing the person wrote survived the stripping: there is no snippet.
     if not cleaned:
         return None
     # Short enough already: the label is the whole message.
     if len(cleaned) <= max_len:
         return cleaned
-    return _js_trim_end(cleaned[: max_len - 1]) + "…"
+    return js_trim_end(cleaned[: max_len - 1]) + "…"
 
 
 def first_message_snippet(entries: Sequence[SessionEntry]) -> str | None:
@@ -262,11 +241,6 @@ def first_message_snippet(entries: Sequence[SessionEntry]) -> str | None:
 # §4.2 Real user turns, over raw transcript lines
 # ---------------------------------------------------------------------------
 
-# User-position messages Claude Code writes itself (matched on the trimmed text).
-_PLUMBING_PATTERNS: Final = (
-    re.compile(r"Tool loaded\.\Z"),
-    re.compile(r"Todos have been modified"),
-)
 # The text Claude Code opens a post-compaction summary with.
 COMPACTION_PREFIX: Final = (
     "This session is being continued from a previous conversation that ran out of context."
@@ -274,15 +248,9 @@ COMPACTION_PREFIX: Final = (
 _SELF_NOTE = re.compile(r"<self-note\b([^>]*)>([\s\S]*?)</self-note>", re.ASCII)
 
 
-def is_plumbing_message(text: str) -> bool:
-    """True for Claude Code's own notices: "Tool loaded.", "Todos have been modified…"."""
-    trimmed = _js_trim(text)
-    return any(pattern.match(trimmed) for pattern in _PLUMBING_PATTERNS)
-
-
 def is_compaction_summary(text: str) -> bool:
     """True for a post-compaction summary recognised by its opening words."""
-    return _js_trim_start(text).startswith(COMPACTION_PREFIX)
+    return js_trim_start(text).startswith(COMPACTION_PREFIX)
 
 
 def is_pure_self_note(text: str) -> bool:
@@ -297,12 +265,12 @@ def is_pure_self_note(text: str) -> bool:
     last_end = 0
     for match in _SELF_NOTE.finditer(rest):
         # Anything but whitespace between notes makes it a real message.
-        if _js_trim(rest[last_end : match.start()]):
+        if js_trim(rest[last_end : match.start()]):
             return False
         notes += 1
         last_end = match.end()
     # No note at all, or text after the last one: not a pure self-note.
-    return notes > 0 and not _js_trim(rest[last_end:])
+    return notes > 0 and not js_trim(rest[last_end:])
 
 
 def _is_json_object(value: JsonValue) -> TypeGuard[dict[str, JsonValue]]:
@@ -350,12 +318,12 @@ def real_user_turn_text(line: JsonValue) -> str | None:
         if _is_json_object(block) and block.get("type") == "text":
             text = block.get("text")
             # Only non-blank text counts towards a turn.
-            if isinstance(text, str) and _js_trim(text):
+            if isinstance(text, str) and js_trim(text):
                 texts.append(text)
     # No text at all (a tool_result-only or image-only turn): not a turn.
     if not texts:
         return None
-    joined = _js_trim("\n".join(texts))
+    joined = js_trim("\n".join(texts))
     # Claude Code's own notices and summaries are not the person's turns.
     if is_plumbing_message(joined) or is_compaction_summary(joined):
         return None
@@ -547,7 +515,7 @@ def snippet_title_from(first_user_snippet: str | None) -> str | None:
     """`firstUserSnippet.trim() || null`: the snippet a qualified session is compared against."""
     if first_user_snippet is None:
         return None
-    return _js_trim(first_user_snippet) or None
+    return js_trim(first_user_snippet) or None
 
 
 def order_for_review(sessions: Iterable[QualifiedSession]) -> list[QualifiedSession]:
@@ -572,7 +540,7 @@ def _render_entry(entry: SessionEntry) -> str:
         text = block.get("text", "")
         if kind == "text" and text:
             # The person's words lose their shells; either side is trimmed.
-            shown = _js_trim(strip_speech_wrappers(text)) if is_user else _js_trim(text)
+            shown = js_trim(strip_speech_wrappers(text)) if is_user else js_trim(text)
             # Text that trims to nothing adds no line.
             if shown:
                 lines.append(shown)
@@ -877,7 +845,7 @@ CREDENTIAL_PATTERNS: Final[tuple[CredentialPattern, ...]] = (
 )
 
 # `data:` and everything up to whitespace, a quote, a parenthesis or an angle bracket.
-_DATA_URI = re.compile(r"data:[^" + _JS_SPACE_CHARS + r"\"'()<>]*")
+_DATA_URI = re.compile(r"data:[^" + JS_SPACE_CLASS_ITEMS + r"\"'()<>]*")
 
 # What a redacted credential reads as.
 REDACTED_CREDENTIAL: Final = "[redacted credential]"

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, TypedDict, assert_never
 
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.javascript import js_trim
 
 __all__ = [
     "DROPPED_SDK_TYPES",
@@ -76,7 +77,6 @@ __all__ = [
     "adapt_sdk_message",
     "assistant_text",
     "extract_chat_responses",
-    "js_trim",
     "message_kind",
 ]
 
@@ -598,27 +598,15 @@ def _task_phase(task: TaskEvent) -> str:
 # /<chat-response>([\S\s]*?)<\/chat-response>/g).
 _CHAT_RESPONSE = re.compile(r"<chat-response>(.*?)</chat-response>", re.DOTALL)
 
-# What JavaScript's `String.prototype.trim` removes: its WhiteSpace (tab, vertical
-# tab, form feed, ZWNBSP U+FEFF, and every space separator) and its line terminators.
-_JS_WHITESPACE = (
-    "\t\v\f\ufeff \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u202f\u205f\u3000\n\r\u2028\u2029"
-)
-
-
-def js_trim(text: str) -> str:
-    """`text` without leading and trailing whitespace, as JavaScript's `trim` reads it."""
-    return text.strip(_JS_WHITESPACE)
-
 
 def extract_chat_responses(buffer: str) -> tuple[list[str], str]:
     """The complete `<chat-response>` blocks in `buffer`, and the text left after them (§3.3).
 
-    Each complete block, in order, yields its inner text trimmed; a block that
-    trims to nothing yields nothing. Everything up to the end of the last
-    complete block is consumed; the rest (an unterminated block, text after the
-    last block) is returned to wait for more text. With no complete block the
-    buffer is returned whole.
+    Each complete block, in order, yields its inner text trimmed as JavaScript
+    trims (`js_trim`); a block that trims to nothing yields nothing. Everything
+    up to the end of the last complete block is consumed; the rest (an
+    unterminated block, text after the last block) is returned to wait for more
+    text. With no complete block the buffer is returned whole.
     """
     responses: list[str] = []
     consumed_to = 0

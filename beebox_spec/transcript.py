@@ -74,15 +74,12 @@ from beebox_spec.entries import (
     SessionHistory,
 )
 from beebox_spec.errors import SpecRejection
+from beebox_spec.javascript import js_string_or_empty, js_trim, utf8_length, utf16_prefix
 from beebox_spec.media import (
     MediaEntryRef,
-    js_string_or_empty,
-    js_trim,
     parse_json_object_or_none,
     strip_inline_media,
     transform_content,
-    utf8_length,
-    utf16_prefix,
 )
 from beebox_spec.reconcile import user_identity
 
@@ -331,7 +328,12 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
 
 
 def is_plumbing_message(text: str) -> bool:
-    """Harness text in a user position, not typed by anyone."""
+    """Claude Code's own notices in a user position, not typed by anyone.
+
+    Read on the JavaScript-trimmed text: exactly "Tool loaded.", or anything that
+    starts "Todos have been modified". The history read (§2.4 entries) and chat
+    review's real user turns (§4.2, `beebox_spec.review`) share this one rule.
+    """
     trimmed = js_trim(text)
     return trimmed == "Tool loaded." or trimmed.startswith("Todos have been modified")
 

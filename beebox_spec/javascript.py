@@ -1,0 +1,304 @@
+"""Reading strings and JSON values the way the original's JavaScript does.
+
+Spec sources: `original-facts.md` (preamble: "JSON" is what `JSON.parse` reads;
+§1.1 `isOversizeLine` counts UTF-16 code units and UTF-8 bytes; §1.3
+`transformContent` reads fields with `String(x || "")`, `.length`, `.substring`
+and `JSON.stringify`; §3.3 trims `<chat-response>` text; §4.1 and §4.2 trim and
+collapse whitespace), and ECMAScript itself for what those operations mean.
+
+The original system is TypeScript. Wherever it turns a value into text, measures
+text or cuts it, the answer a host gives is visible: on the wire, in a stored
+title, in a hash over rendered text, in a skip decision. Hosts written in other
+languages must agree with it, and with each other, byte for byte. Python's own
+readings differ in small ways that matter (`str.strip()` and `str.isspace()`
+know U+001C–U+001F and U+0085 but not U+FEFF; `len` counts code points, not
+UTF-16 units; `str(1e16)` is `"1e+16"` and `json.dumps(1.0)` is `"1.0"`, where
+JavaScript writes `10000000000000000` and `1`), so the spec never uses them where
+the original used JavaScript's. This module is the one place those readings live:
+
+- **Whitespace** (`JS_WHITESPACE`). What `String.prototype.trim`,
+  `trimStart`, `trimEnd` remove and what a regular expression's `\\s` matches
+  are the same set: ECMAScript's WhiteSpace (U+0009 tab, U+000B VT, U+000C FF,
+  U+0020 space, U+00A0 NBSP, U+FEFF ZWNBSP/BOM, and every other `Zs` character:
+  U+1680, U+2000–U+200A, U+202F, U+205F, U+3000) plus its LineTerminators
+  (U+000A LF, U+000D CR, U+2028 LS, U+2029 PS). 25 characters.
+  `js_trim`, `js_trim_start`, `js_trim_end` strip exactly those;
+  `JS_SPACE_CLASS` is `\\s` as a Python character class and `JS_SPACE_CLASS_ITEMS`
+  its members escaped, to splice into a larger class (as in `[^…]`).
+- **Absence** (`MISSING`). JavaScript's `undefined`: a member that is not
+  there. `JsValue` is a JSON value or `MISSING`.
+- **Truthiness** (`js_truthy`): `undefined`, `null`, `false`, `0`, `NaN` and
+  `""` are false; everything else, empty arrays and objects too, is true.
+  `js_or` is `a || b || c`.
+- **`String()`** (`js_string`, and `js_string_or_empty` for `String(x || "")`):
+  numbers in ECMAScript's shortest round-tripping form, arrays joined by `,`
+  (null elements empty), objects `[object Object]`.
+- **`JSON.stringify`** (`js_json_stringify`), for a parsed JSON value: compact,
+  non-finite numbers `null`, strings escaped as `QuoteJSONString` does (lone
+  surrogates as `\\uXXXX`, U+2028/U+2029 and non-ASCII left as they are), and
+  object members in JavaScript's property order (array-index keys first,
+  ascending, then the rest as inserted).
+- **Lengths and cuts**. `utf16_length` is `.length` (a character past U+FFFF
+  counts 2). `utf16_prefix` is `.substring(0, n)` with one departure **(ours)**:
+  a cut never splits a surrogate pair; the character is left out whole, so the
+  result is always valid Unicode where JavaScript would leave half a character.
+  `utf8_length` is `Buffer.byteLength(text, "utf8")` (a lone surrogate counts
+  3, as Node counts it).
+
+A module that deliberately measures otherwise says so where it does (chat
+review counts code points, `beebox_spec.review`).
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import re
+from enum import Enum
+from typing import Final, TypeAlias
+
+from beebox_spec.entries import JsonObject, JsonValue
+
+__all__ = [
+    "JS_SPACE_CLASS",
+    "JS_SPACE_CLASS_ITEMS",
+    "JS_WHITESPACE",
+    "MISSING",
+    "JsValue",
+    "js_json_stringify",
+    "js_or",
+    "js_string",
+    "js_string_or_empty",
+    "js_trim",
+    "js_trim_end",
+    "js_trim_start",
+    "js_truthy",
+    "utf8_length",
+    "utf16_length",
+    "utf16_prefix",
+]
+
+
+# ---------------------------------------------------------------------------------
+# Absence
+# ---------------------------------------------------------------------------------
+
+
+class _Missing(Enum):
+    MISSING = "undefined"
+
+
+# JavaScript's `undefined`: what reading an absent member gives.
+MISSING: Final = _Missing.MISSING
+
+JsValue: TypeAlias = "JsonValue | _Missing"
+
+
+# ---------------------------------------------------------------------------------
+# Whitespace: `trim()` and `\s`
+# ---------------------------------------------------------------------------------
+
+# ECMAScript WhiteSpace (tab, VT, FF, space, NBSP, the other Zs characters, ZWNBSP)
+# and LineTerminator (LF, CR, LS, PS): what `trim()` removes and `\s` matches.
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+# The members of `\s`, escaped for use inside a Python character class.
+JS_SPACE_CLASS_ITEMS: Final = "".join(re.escape(char) for char in JS_WHITESPACE)
+# JavaScript's `\s` as a Python character class (Python's own `\s` is another set).
+JS_SPACE_CLASS: Final = f"[{JS_SPACE_CLASS_ITEMS}]"
+
+
+def js_trim(text: str) -> str:
+    """`text.trim()`: JavaScript whitespace removed from both ends."""
+    return text.strip(JS_WHITESPACE)
+
+
+def js_trim_start(text: str) -> str:
+    """`text.trimStart()`: JavaScript whitespace removed from the start."""
+    return text.lstrip(JS_WHITESPACE)
+
+
+def js_trim_end(text: str) -> str:
+    """`text.trimEnd()`: JavaScript whitespace removed from the end."""
+    return text.rstrip(JS_WHITESPACE)
+
+
+# ---------------------------------------------------------------------------------
+# Truthiness and String()
+# ---------------------------------------------------------------------------------
+
+
+def js_truthy(value: JsValue) -> bool:
+    """JavaScript truthiness: undefined, null, false, 0, NaN and "" are false."""
+    if value is MISSING or value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0 and not math.isnan(value)
+    if isinstance(value, str):
+        return value != ""
+    # Arrays and objects, even empty ones, are true.
+    return True
+
+
+def js_or(*values: JsValue) -> JsValue:
+    """JavaScript's `a || b || c`: the first truthy operand, else the last."""
+    for value in values[:-1]:
+        # The first truthy operand ends the chain.
+        if js_truthy(value):
+            return value
+    return values[-1]
+
+
+def js_string(value: JsValue) -> str:
+    """JavaScript's `String(value)` for a JSON value (undefined reads "undefined")."""
+    if value is MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return _js_number_string(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        # Array.prototype.join: null elements read as empty, nested arrays join too.
+        return ",".join("" if item is None else js_string(item) for item in value)
+    return "[object Object]"
+
+
+def js_string_or_empty(value: JsValue) -> str:
+    """JavaScript's `String(value || "")`: undefined, null, false, 0 and "" read ""."""
+    return js_string(value) if js_truthy(value) else ""
+
+
+def _js_double(value: int | float) -> float:
+    # Every JavaScript number is a double; an integer beyond its range is infinite.
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _js_number_string(value: int | float) -> str:
+    # ECMAScript Number::toString(10) over the shortest round-tripping digits.
+    number = _js_double(value)
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    if number < 0:
+        return "-" + _js_number_string(-number)
+    shortest = decimal.Decimal(repr(number)).normalize().as_tuple()
+    digits = "".join(str(digit) for digit in shortest.digits)
+    assert isinstance(shortest.exponent, int), "a finite double has an integer exponent"
+    k = len(digits)
+    n = k + shortest.exponent  # number = 0.digits × 10**n
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + digits
+    exponent = n - 1
+    mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+# ---------------------------------------------------------------------------------
+# JSON.stringify
+# ---------------------------------------------------------------------------------
+
+# The largest array index; string keys up to it that read as canonical integers are
+# listed first, in ascending order, by `JSON.stringify` (OrdinaryOwnPropertyKeys).
+_MAX_ARRAY_INDEX: Final = 2**32 - 2
+_CANONICAL_INTEGER_RE: Final = re.compile(r"0|[1-9][0-9]*")
+
+_JS_ESCAPES: Final = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def js_json_stringify(value: JsonValue) -> str:
+    """`JSON.stringify(value)` as JavaScript writes it for a parsed JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        number = _js_double(value)
+        # Non-finite numbers serialise as null.
+        return _js_number_string(number) if math.isfinite(number) else "null"
+    if isinstance(value, str):
+        return _js_quote(value)
+    if isinstance(value, list):
+        return "[" + ",".join(js_json_stringify(item) for item in value) + "]"
+    members = [f"{_js_quote(key)}:{js_json_stringify(value[key])}" for key in _js_key_order(value)]
+    return "{" + ",".join(members) + "}"
+
+
+def _js_quote(text: str) -> str:
+    # QuoteJSONString: the short escapes, other controls and lone surrogates as \uXXXX.
+    out = ['"']
+    for character in text:
+        if character in _JS_ESCAPES:
+            out.append(_JS_ESCAPES[character])
+        elif character < " " or "\ud800" <= character <= "\udfff":
+            out.append(f"\\u{ord(character):04x}")
+        else:
+            out.append(character)
+    out.append('"')
+    return "".join(out)
+
+
+def _js_key_order(obj: JsonObject) -> list[str]:
+    # Array-index keys first in ascending numeric order, then the rest as inserted.
+    def is_array_index(key: str) -> bool:
+        return _CANONICAL_INTEGER_RE.fullmatch(key) is not None and int(key) <= _MAX_ARRAY_INDEX
+
+    indices = sorted((key for key in obj if is_array_index(key)), key=int)
+    return indices + [key for key in obj if not is_array_index(key)]
+
+
+# ---------------------------------------------------------------------------------
+# Lengths and cuts
+# ---------------------------------------------------------------------------------
+
+
+def utf8_length(text: str) -> int:
+    """The text's length in UTF-8 bytes; a lone surrogate counts 3, as in Node."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf16_length(text: str) -> int:
+    """JavaScript's `.length`: UTF-16 code units (a character past U+FFFF counts 2)."""
+    return sum(2 if ord(character) > 0xFFFF else 1 for character in text)
+
+
+def utf16_prefix(text: str, units: int) -> str:
+    """`.substring(0, units)`, except that a character the cut would split is left out.
+
+    (ours) JavaScript would keep the first half of a surrogate pair; a lone
+    surrogate is not Unicode text, so the spec leaves the character out whole.
+    """
+    taken = 0
+    for position, character in enumerate(text):
+        width = 2 if ord(character) > 0xFFFF else 1
+        # The next character does not fit whole: the prefix ends before it.
+        if taken + width > units:
+            return text[:position]
+        taken += width
+    return text
