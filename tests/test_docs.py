@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,12 @@ def test_python_m_beebox_spec_prints_every_phase(capsys: pytest.CaptureFixture[s
 def test_bbx_phases_prints_the_same_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert bbx(["phases"]) == 0
     assert capsys.readouterr().out == render_text()
+
+
+def test_the_installed_bbx_console_script_runs() -> None:
+    # The README's first command ends in `bbx phases`: the console script must exist.
+    script = Path(sys.executable).parent / "bbx"
+    if not script.exists():
+        pytest.skip("beebox is not installed in this interpreter's environment (run under nox)")
+    done = subprocess.run([script, "phases"], capture_output=True, text=True, check=True)
+    assert done.stdout == render_text()
