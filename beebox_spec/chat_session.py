@@ -32,8 +32,10 @@ The rules, in the order a reader meets them:
    once (``ready → streaming``): the text that started it, followed by everything
    enqueued while it was starting, joined with ``"\\n\\n"`` — a message that arrived
    mid-start rides the starting run's first turn instead of starting a second run.
-   When the start fails the phase returns to ``idle``, the first turn is reported
-   failed, and the queue is kept for the next run.
+   When the start fails the phase returns to ``idle`` and the queue is kept for
+   the next run. A caller's text that was to be the first turn is reported failed
+   (its sender hears it); texts that came from a drain go back to the head of the
+   queue, since they were accepted long before and nobody waits on this start.
 3. **Enqueue** appends to the queue whatever the phase.
 4. **Drain.** After a turn's ``result`` and after an unexpected run death, the
    queue drains: all queued texts joined with ``"\\n\\n"`` are sent as one turn —
@@ -54,8 +56,8 @@ The rules, in the order a reader meets them:
    else is a run that died or was restarted, and a non-empty queue drains into a
    fresh run (close code ``None``). ``reset_session()`` is ``stop()`` plus
    forgetting the saved session id.
-7. **Session id.** An SDK message carrying a session id the session does not hold
-   yet is the SDK assigning one: it is saved and announced.
+7. **Session id.** An SDK message carrying a session id other than the one the
+   session holds is the SDK assigning one: it is saved and announced.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -80,6 +82,7 @@ from beebox_spec.lifecycle import (
     Stopping,
     Streaming,
     after_turn_result,
+    has_open_run,
     is_busy,
     lifecycle_run,
     next_lifecycle,
@@ -93,7 +96,7 @@ from beebox_spec.run_protocol import (
     SendTurn,
     StartRun,
 )
-from beebox_spec.sdk_messages import AdaptedMessage, assistant_text
+from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
 __all__ = [
     "QUEUE_SEPARATOR",
@@ -110,7 +113,7 @@ __all__ = [
     "Interrupt",
     "InterruptRun",
     "Observation",
-    "ReportTurnFailed",
+    "ReportStartFailed",
     "ResetSession",
     "Restart",
     "RunClosed",
@@ -124,10 +127,10 @@ __all__ = [
     "Stop",
     "can_accept_send",
     "combine_queued_texts",
-    "has_open_run",
     "initial_state",
     "observe",
     "session_busy",
+    "session_running",
     "step",
 ]
 
@@ -142,17 +145,20 @@ QUEUE_SEPARATOR = "\n\n"
 class ChatSessionState:
     """Everything the session's behaviour depends on.
 
-    ``lifecycle`` carries the run as its ordinal (1 for the first run started).
-    ``run_closed`` is true once the session closed the current run's handle and
-    its close handler has not run yet: the close window.
-    ``first_turn`` is the text waiting for a starting run to open.
+    ``lifecycle`` carries the run as its ordinal (1 for the first run asked for).
+    ``close_requested`` is true once the session asked to close the current run and
+    the run's close has not arrived yet: the close window.
+    ``first_turn`` holds the texts waiting for a starting run to open (non-empty
+    exactly while ``starting``); ``first_turn_drained`` says they came from the queue
+    rather than from a caller's send, so a failed start puts them back.
     """
 
     lifecycle: Lifecycle[int] = IDLE
-    run_closed: bool = False
+    close_requested: bool = False
     session_id: str | None = None
     queue: tuple[str, ...] = ()
-    first_turn: str | None = None
+    first_turn: tuple[str, ...] = ()
+    first_turn_drained: bool = False
     turn_text: str = ""
     runs_started: int = 0
 
@@ -162,9 +168,9 @@ def initial_state(session_id: str | None = None) -> ChatSessionState:
     return ChatSessionState(session_id=session_id)
 
 
-def has_open_run(state: ChatSessionState) -> bool:
-    """`isRunning()`: a run handle exists and the session has not closed it."""
-    return lifecycle_run(state.lifecycle) is not None and not state.run_closed
+def session_running(state: ChatSessionState) -> bool:
+    """`isRunning()`: the session holds a run it has not asked to close."""
+    return has_open_run(state.lifecycle, close_requested=state.close_requested)
 
 
 def session_busy(state: ChatSessionState) -> bool:
@@ -179,7 +185,7 @@ def can_accept_send(state: ChatSessionState) -> bool:
     if session_busy(state):
         return False
     # An open run takes the turn; with no run, only an idle session may start one.
-    return has_open_run(state) or isinstance(state.lifecycle, Idle)
+    return session_running(state) or isinstance(state.lifecycle, Idle)
 
 
 def combine_queued_texts(texts: tuple[str, ...]) -> str:
@@ -268,11 +274,16 @@ class ApplyFeatureDeltas:
 
 
 @dataclass(frozen=True)
-class ReportTurnFailed:
-    """The turn ``text`` could not be sent because its run failed to start."""
+class ReportStartFailed:
+    """The run asked for could not be opened.
 
-    text: str
+    ``failed_text`` is the caller's send that was to be its first turn and is now
+    undeliverable; ``None`` when the first turn was a drain, whose texts went back
+    to the head of the queue.
+    """
+
     reason: str
+    failed_text: str | None
 
 
 EmittedEvent: TypeAlias = Literal["session-id", "message", "task", "done", "turn-text", "close"]
@@ -294,7 +305,7 @@ Effect: TypeAlias = (
     | SaveSessionId
     | ForgetSessionId
     | ApplyFeatureDeltas
-    | ReportTurnFailed
+    | ReportStartFailed
     | Emit
 )
 
@@ -316,7 +327,7 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
     """Apply one event to the session. Raises `InvariantError` on an impossible engine event."""
     match event:
         case Send(text=text):
-            return _send(state, text)
+            return _send(state, (text,), drained=False)
         case Enqueue(text=text):
             return ChatSessionStep(replace(state, queue=(*state.queue, text)))
         case Stop():
@@ -331,7 +342,7 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
         case Interrupt():
             run = lifecycle_run(state.lifecycle)
             # Only an open run has a turn to interrupt; otherwise there is nothing to do.
-            if run is None or state.run_closed:
+            if run is None or state.close_requested:
                 return ChatSessionStep(state)
             return ChatSessionStep(state, (InterruptRun(run),))
         case RunStarted():
@@ -346,24 +357,28 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             assert_never(event)
 
 
-def _send(state: ChatSessionState, text: str) -> ChatSessionStep:
-    # Rule 1: busy refuses; the caller enqueues instead.
-    if session_busy(state):
+def _send(state: ChatSessionState, texts: tuple[str, ...], *, drained: bool) -> ChatSessionStep:
+    """Send ``texts`` as one turn: a caller's one text, or the drained queue."""
+    # Rule 1: a busy session, or one in the close window, refuses; the caller enqueues.
+    if not can_accept_send(state):
         return ChatSessionStep(state, accepted=False)
     run = lifecycle_run(state.lifecycle)
-    # An open run that is not busy is in `ready`: the turn goes onto it.
-    if run is not None and not state.run_closed:
+    # An open run that is not busy is `ready`: the turn goes onto it.
+    if run is not None:
         streaming = next_lifecycle(state.lifecycle, Streaming(run))
-        return ChatSessionStep(
-            replace(state, lifecycle=streaming, turn_text=""), (SendTurn(run, text),), True
-        )
-    # No open run and not idle: the close window. Refuse rather than race a second run.
-    if not isinstance(state.lifecycle, Idle):
-        return ChatSessionStep(state, accepted=False)
+        turn = SendTurn(run, combine_queued_texts(texts))
+        return ChatSessionStep(replace(state, lifecycle=streaming, turn_text=""), (turn,), True)
+    # No run and idle: ask for one; the texts become its first turn.
     starting: Lifecycle[int] = next_lifecycle(state.lifecycle, Starting())
     run_number = state.runs_started + 1
     return ChatSessionStep(
-        replace(state, lifecycle=starting, first_turn=text, runs_started=run_number),
+        replace(
+            state,
+            lifecycle=starting,
+            first_turn=texts,
+            first_turn_drained=drained,
+            runs_started=run_number,
+        ),
         (StartRun(run_number, state.session_id),),
         True,
     )
@@ -371,16 +386,22 @@ def _send(state: ChatSessionState, text: str) -> ChatSessionStep:
 
 def _run_started(state: ChatSessionState) -> ChatSessionStep:
     # The engine can only report a start the session asked for.
-    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+    if not isinstance(state.lifecycle, Starting):
         raise InvariantError(f"run started while {state.lifecycle.phase}: no start was asked for")
     run = state.runs_started
     ready = next_lifecycle(state.lifecycle, Ready(run))
-    # Rule 2: the first turn carries the starting text and whatever queued meanwhile.
-    text = combine_queued_texts((state.first_turn, *state.queue))
+    # Rule 2: the first turn carries the starting texts and whatever queued meanwhile.
+    text = combine_queued_texts((*state.first_turn, *state.queue))
     streaming = next_lifecycle(ready, Streaming(run))
     return ChatSessionStep(
         replace(
-            state, lifecycle=streaming, run_closed=False, first_turn=None, queue=(), turn_text=""
+            state,
+            lifecycle=streaming,
+            close_requested=False,
+            first_turn=(),
+            first_turn_drained=False,
+            queue=(),
+            turn_text="",
         ),
         (SendTurn(run, text),),
     )
@@ -388,15 +409,18 @@ def _run_started(state: ChatSessionState) -> ChatSessionStep:
 
 def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
     # The engine can only fail a start the session asked for.
-    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+    if not isinstance(state.lifecycle, Starting):
         raise InvariantError(
             f"run start failed while {state.lifecycle.phase}: no start was asked for"
         )
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-    return ChatSessionStep(
-        replace(state, lifecycle=idle, first_turn=None),
-        (ReportTurnFailed(state.first_turn, reason),),
-    )
+    cleared = replace(state, lifecycle=idle, first_turn=(), first_turn_drained=False)
+    # Rule 2: drained texts were accepted long ago; they go back to the head of the queue.
+    if state.first_turn_drained:
+        requeued = replace(cleared, queue=(*state.first_turn, *state.queue))
+        return ChatSessionStep(requeued, (ReportStartFailed(reason, None),))
+    (text,) = state.first_turn
+    return ChatSessionStep(cleared, (ReportStartFailed(reason, text),))
 
 
 def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage) -> ChatSessionStep:
@@ -405,15 +429,14 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
         raise InvariantError(f"SDK message from run {run} while {state.lifecycle.phase}")
     effects: list[Effect] = []
     session_id = message.get("session_id")
-    # Rule 7: a session id we do not hold yet is the SDK assigning one.
+    # Rule 7: an id other than the one held is the SDK assigning (or re-assigning) one.
     if isinstance(session_id, str) and session_id and session_id != state.session_id:
         state = replace(state, session_id=session_id)
         effects += [SaveSessionId(session_id), Emit("session-id", session_id)]
 
     if message["type"] == "task":
         return ChatSessionStep(state, (*effects, Emit("task", message)))
-    if message["type"] == "assistant":
-        state = replace(state, turn_text=state.turn_text + assistant_text(message))
+    state = replace(state, turn_text=accumulate_assistant_text(state.turn_text, message))
     effects.append(Emit("message", message))
     if message["type"] != "result":
         return ChatSessionStep(state, tuple(effects))
@@ -434,7 +457,7 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-    state = replace(state, lifecycle=idle, run_closed=False)
+    state = replace(state, lifecycle=idle, close_requested=False)
     close = Emit("close", 0 if intentional else None)
     if intentional:
         return ChatSessionStep(state, (close,))
@@ -443,31 +466,31 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
 
 
 def _stop(state: ChatSessionState) -> ChatSessionStep:
-    run = lifecycle_run(state.lifecycle)
     # Stop acts only on an open run that is ready or mid-turn.
-    if run is None or state.run_closed or not isinstance(state.lifecycle, Ready | Streaming):
+    if not session_running(state) or not isinstance(state.lifecycle, Ready | Streaming):
         return ChatSessionStep(state)
+    run = state.lifecycle.run
     stopping = next_lifecycle(
         state.lifecycle, Stopping(run, was_busy=isinstance(state.lifecycle, Streaming))
     )
     return ChatSessionStep(
-        replace(state, lifecycle=stopping, queue=(), run_closed=True), (CloseRun(run),)
+        replace(state, lifecycle=stopping, queue=(), close_requested=True), (CloseRun(run),)
     )
 
 
 def _restart(state: ChatSessionState) -> ChatSessionStep:
     run = lifecycle_run(state.lifecycle)
     # Restart acts only on an open run; the phase stays, so the close handler drains.
-    if run is None or state.run_closed:
+    if run is None or state.close_requested:
         return ChatSessionStep(state)
-    return ChatSessionStep(replace(state, run_closed=True), (CloseRun(run),))
+    return ChatSessionStep(replace(state, close_requested=True), (CloseRun(run),))
 
 
 def _drain(state: ChatSessionState) -> ChatSessionStep:
     # Rule 4: nothing queued, or a send that would be refused, leaves the queue alone.
     if not state.queue or not can_accept_send(state):
         return ChatSessionStep(state)
-    sent = _send(replace(state, queue=()), combine_queued_texts(state.queue))
+    sent = _send(replace(state, queue=()), state.queue, drained=True)
     return ChatSessionStep(sent.state, sent.effects)
 
 
@@ -489,6 +512,6 @@ def observe(state: ChatSessionState) -> Observation:
     return Observation(
         phase=state.lifecycle.phase,
         busy=session_busy(state),
-        running=has_open_run(state),
+        running=session_running(state),
         queue=state.queue,
     )

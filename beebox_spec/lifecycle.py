@@ -37,8 +37,11 @@ Two readings of "busy" exist and both are kept here:
   the starting run instead of racing a second run. A session stuck in
   ``starting`` therefore reads as permanently busy (§3.1 note).
 
-`is_running` is true exactly when a run handle exists (``ready``, ``streaming``,
-``stopping``); a session additionally asks whether that handle is still open.
+`is_running` is true exactly when the phase holds a run handle (``ready``,
+``streaming``, ``stopping``), as the phase table reads. A session's own
+``isRunning()`` (`has_open_run`) further asks whether it has asked to close that
+run: a run being closed takes no more turns, so in ``stopping`` the session holds
+a handle but no open run.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ __all__ = [
     "Stopping",
     "Streaming",
     "after_turn_result",
+    "has_open_run",
     "is_busy",
     "is_legal_transition",
     "is_running",
@@ -94,7 +98,7 @@ LEGAL_TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
     Phase.STOPPING: frozenset({Phase.IDLE}),
 }
 
-# What each phase means, as the lifecycle doc's phase table words it.
+# What each phase means, after the lifecycle doc's phase table.
 PHASE_MEANINGS: Mapping[Phase, str] = {
     Phase.IDLE: "no SDK run; start state and where every run ends",
     Phase.STARTING: "a run is being started; no run handle yet",
@@ -178,33 +182,38 @@ def lifecycle_run(state: Lifecycle[RunT]) -> RunT | None:
     return None
 
 
-def lifecycle_busy(state: Lifecycle[RunT]) -> bool:
-    """The lifecycle union's own busy reading (`lifecycleBusy`): a turn is in flight."""
-    if isinstance(state, Streaming):
-        return True
-    if isinstance(state, Stopping):
-        return state.was_busy
-    return False
-
-
 def is_busy(phase: Phase, *, was_busy: bool = False) -> bool:
-    """The session-level busy reading: `lifecycle_busy`, and ``starting`` reads busy too.
+    """The session-level busy reading of a phase (the lifecycle doc's phase table).
 
-    A send that finds the session busy is not accepted; the caller enqueues instead.
+    A turn in flight is busy (``streaming``; ``stopping`` when the stopped run was
+    mid-turn), and so is ``starting``: a run is on its way, so a second send must
+    queue onto it rather than race a second run. A send that finds the session busy
+    is not accepted; the caller enqueues instead.
     """
-    # starting: a run is on its way, so a second send must queue onto it, not race it.
-    if phase is Phase.STARTING:
-        return True
-    if phase is Phase.STREAMING:
-        return True
     if phase is Phase.STOPPING:
         return was_busy
-    return False
+    return phase in (Phase.STARTING, Phase.STREAMING)
+
+
+def lifecycle_busy(state: Lifecycle[RunT]) -> bool:
+    """The lifecycle union's own reading (`lifecycleBusy`, §3.1): `is_busy`, except that
+    ``starting`` is not busy — no turn is in flight yet."""
+    if isinstance(state, Starting):
+        return False
+    return is_busy(state.phase, was_busy=isinstance(state, Stopping) and state.was_busy)
 
 
 def is_running(phase: Phase) -> bool:
     """Whether the phase holds a run handle (``ready``, ``streaming``, ``stopping``)."""
     return phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
+
+
+def has_open_run(state: Lifecycle[RunT], *, close_requested: bool) -> bool:
+    """`isRunning()` of a session: its phase holds a run and the session has not asked
+    to close it. Once a close is asked for, the run takes no more turns, even while its
+    message stream is still ending — so ``stopping``, whose stop always closed the run,
+    holds a run handle (`is_running`) but no open run."""
+    return lifecycle_run(state) is not None and not close_requested
 
 
 def after_turn_result(state: Lifecycle[RunT]) -> Lifecycle[RunT]:

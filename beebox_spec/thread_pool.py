@@ -14,11 +14,13 @@ run and go straight back to ``idle``. Its rules:
 
 1. **Send.** A send while busy (a turn in flight, or a run starting) is refused
    with `SessionBusyError`; there is no queue. With an open run the turn goes
-   onto it; from ``idle`` a run is started and the text becomes its first turn;
-   in the close window (no open run, phase not ``idle``) the send is refused with
-   `RunNotReadyError`. When the session resumes a known SDK session, the turn
-   carries `REMINDER` (and a session link when the host gives a view base URL),
-   because a resumed run has not seen the thread prompt in this process.
+   onto it; from ``idle`` a run is started and the text becomes its first turn.
+   Whenever the session knows its SDK session id at send time, the turn carries
+   `REMINDER` (and a session link when the host gives a view base URL): only a
+   brand-new session is started with the thread prompt as its system prompt, so
+   every other turn restates the one rule the bridge depends on (§3.3).
+   Because park and stop close straight through to ``idle``, a thread session
+   has no close window: there is never a run it has let go of but not left.
 2. **Messages.** The one shared adapter's output is handled as explicit flow
    control: an assistant message's text is buffered and every complete
    ``<chat-response>…</chat-response>`` block in the buffer is delivered at once
@@ -27,12 +29,16 @@ run and go straight back to ``idle``. Its rules:
    settles the turn; ``stream_event`` (partial deltas) and ``task`` (background
    task lifecycle) are deliberate, logged skips; everything else is passed on.
 3. **Close.** When the current run's stream ends the session goes ``idle``,
-   emits ``close`` and settles a turn still in flight as ``closed``. The stream
-   of a run that was parked or stopped ends after the session already moved on:
-   it only emits ``close``.
+   emits ``close`` and settles a turn still in flight as ``closed``. A run that
+   was parked or stopped has been let go of: its late messages are ignored and
+   its close only emits ``close``.
 4. **Park and stop.** ``park()`` closes the open run and keeps the session id, so
    the thread resumes the same SDK session later; ``stop()`` does the same and
-   forgets the id. Both go straight to ``idle``.
+   forgets the id. Both go straight to ``idle``. Parked or stopped while its run
+   is still starting, the session settles the waiting turn as ``closed`` at once
+   and closes the run the moment it opens, without sending on it.
+5. **Session id.** The first session id the SDK reports is kept (§3.3 "capture
+   first session_id"); a session resuming a known id keeps that one.
 
 The `ChatSessionPool` holds at most one active thread session. Its decisions are
 pure functions here; the waiting (for the active session's turn to finish, up to
@@ -57,17 +63,18 @@ from typing import Literal, TypeAlias, TypedDict, assert_never
 from beebox_spec.errors import InvariantError, SpecRejection
 from beebox_spec.lifecycle import (
     IDLE,
-    Idle,
     Lifecycle,
     Ready,
     Starting,
     Stopping,
     Streaming,
     after_turn_result,
+    has_open_run,
     is_busy,
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.reconcile import parse_iso_timestamp
 from beebox_spec.run_protocol import (
     CloseRun,
     RunClosed,
@@ -90,7 +97,6 @@ __all__ = [
     "Park",
     "PoolPlan",
     "RunClosed",
-    "RunNotReadyError",
     "RunStartFailed",
     "RunStarted",
     "SdkMessageArrived",
@@ -107,11 +113,11 @@ __all__ = [
     "ThreadStep",
     "TurnOutcome",
     "compose_turn",
-    "has_open_run",
     "initial_thread_state",
     "plan_send",
     "record_after_failure",
     "record_after_success",
+    "session_running",
     "should_rotate",
     "step",
 ]
@@ -136,22 +142,19 @@ class SessionBusyError(SpecRejection):
         super().__init__("Session is busy")
 
 
-class RunNotReadyError(SpecRejection):
-    """A send found no open run and no way to start one ("Run not ready after start")."""
-
-    def __init__(self) -> None:
-        super().__init__("Run not ready after start")
-
-
 # --- The thread session ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ThreadSessionState:
-    """A thread session's state. ``run_closed`` marks the close window, as in `ChatSession`."""
+    """A thread session's state.
+
+    ``start_abandoned`` is true when the session was parked or stopped while its run
+    was starting: the run is closed as soon as it opens.
+    """
 
     lifecycle: Lifecycle[int] = IDLE
-    run_closed: bool = False
+    start_abandoned: bool = False
     session_id: str | None = None
     first_turn: str | None = None
     response_buffer: str = ""
@@ -243,14 +246,14 @@ class ThreadStep:
     effects: tuple[ThreadEffect, ...] = field(default=())
 
 
-def has_open_run(state: ThreadSessionState) -> bool:
-    """A run handle exists and the session has not closed it."""
-    return lifecycle_run(state.lifecycle) is not None and not state.run_closed
+def session_running(state: ThreadSessionState) -> bool:
+    """`isRunning()`: the session holds a run (it closes runs straight through to idle)."""
+    return has_open_run(state.lifecycle, close_requested=False)
 
 
 def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
-    """Apply one event. Raises `SessionBusyError`/`RunNotReadyError` on a refused send and
-    `InvariantError` on an impossible engine event."""
+    """Apply one event. Raises `SessionBusyError` on a refused send and `InvariantError`
+    on an impossible engine event."""
     match event:
         case Send(text=text):
             return _send(state, text)
@@ -261,14 +264,7 @@ def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
         case RunStarted():
             return _run_started(state)
         case RunStartFailed(reason=reason):
-            # The engine can only fail a start the session asked for.
-            if not isinstance(state.lifecycle, Starting):
-                raise InvariantError(f"run start failed while {state.lifecycle.phase}")
-            idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-            return ThreadStep(
-                replace(state, lifecycle=idle, first_turn=None, turn_pending=False),
-                (SettleTurn("start-failed", reason),),
-            )
+            return _run_start_failed(state, reason)
         case SdkMessageArrived(run=run, message=message):
             return _message_arrived(state, run, message)
         case RunClosed(run=run):
@@ -283,7 +279,8 @@ def _send(state: ThreadSessionState, text: str) -> ThreadStep:
         raise SessionBusyError
     turn = compose_turn(text, state.session_id, state.view_base_url)
     run = lifecycle_run(state.lifecycle)
-    if run is not None and not state.run_closed:
+    # An open run that is not busy is `ready`: the turn goes onto it.
+    if run is not None:
         streaming = next_lifecycle(state.lifecycle, Streaming(run))
         return ThreadStep(
             replace(
@@ -291,9 +288,6 @@ def _send(state: ThreadSessionState, text: str) -> ThreadStep:
             ),
             (SendTurn(run, turn),),
         )
-    # The close window: no open run, and the phase has not come back to idle.
-    if not isinstance(state.lifecycle, Idle):
-        raise RunNotReadyError
     run_number = state.runs_started + 1
     return ThreadStep(
         replace(
@@ -309,32 +303,54 @@ def _send(state: ThreadSessionState, text: str) -> ThreadStep:
 
 def _run_started(state: ThreadSessionState) -> ThreadStep:
     # The engine can only report a start the session asked for.
-    if not isinstance(state.lifecycle, Starting) or state.first_turn is None:
+    if not isinstance(state.lifecycle, Starting):
         raise InvariantError(f"run started while {state.lifecycle.phase}: no start was asked for")
     run = state.runs_started
     ready = next_lifecycle(state.lifecycle, Ready(run))
+    # Rule 4: parked or stopped while starting — close the run the moment it opens.
+    if state.start_abandoned:
+        idle: Lifecycle[int] = next_lifecycle(ready, IDLE)
+        return ThreadStep(
+            replace(state, lifecycle=idle, start_abandoned=False, first_turn=None),
+            (CloseRun(run),),
+        )
+    if state.first_turn is None:
+        raise InvariantError("a thread run started with no turn waiting for it")
     streaming = next_lifecycle(ready, Streaming(run))
     return ThreadStep(
-        replace(
-            state,
-            lifecycle=streaming,
-            run_closed=False,
-            first_turn=None,
-            turn_text="",
-            response_buffer="",
-        ),
+        replace(state, lifecycle=streaming, first_turn=None, turn_text="", response_buffer=""),
         (SendTurn(run, state.first_turn),),
     )
 
 
+def _run_start_failed(state: ThreadSessionState, reason: str) -> ThreadStep:
+    # The engine can only fail a start the session asked for.
+    if not isinstance(state.lifecycle, Starting):
+        raise InvariantError(f"run start failed while {state.lifecycle.phase}")
+    idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
+    settled = replace(state, lifecycle=idle, first_turn=None, turn_pending=False)
+    # An abandoned start already settled its turn when it was parked or stopped.
+    if state.start_abandoned:
+        return ThreadStep(replace(settled, start_abandoned=False))
+    return ThreadStep(settled, (SettleTurn("start-failed", reason),))
+
+
+def _is_let_go(state: ThreadSessionState, run: int) -> bool:
+    """Whether ``run`` is one this session started and has since parked or stopped."""
+    # A run number the session never asked for is a caller bug, not a late message.
+    if not 1 <= run <= state.runs_started:
+        raise InvariantError(f"run {run} was never started")
+    return lifecycle_run(state.lifecycle) != run
+
+
 def _message_arrived(state: ThreadSessionState, run: int, message: AdaptedMessage) -> ThreadStep:
-    # Messages come only from the current run while it exists.
-    if lifecycle_run(state.lifecycle) != run:
-        raise InvariantError(f"SDK message from run {run} while {state.lifecycle.phase}")
+    # Rule 3: a run the session let go of may still say something; nobody listens.
+    if _is_let_go(state, run):
+        return ThreadStep(state)
     effects: list[ThreadEffect] = []
     session_id = message.get("session_id")
-    # The SDK assigning (or confirming a new) session id.
-    if isinstance(session_id, str) and session_id and session_id != state.session_id:
+    # Rule 5: the first session id the SDK reports is the session's.
+    if state.session_id is None and isinstance(session_id, str) and session_id:
         state = replace(state, session_id=session_id)
         effects.append(Emit("session", session_id))
 
@@ -366,42 +382,39 @@ def _message_arrived(state: ThreadSessionState, run: int, message: AdaptedMessag
 
 
 def _run_closed(state: ThreadSessionState, run: int) -> ThreadStep:
-    # A parked or stopped run ends after the session has moved on: only tell listeners.
-    if lifecycle_run(state.lifecycle) != run:
-        # ...and it must be a run this session started.
-        if not 1 <= run <= state.runs_started:
-            raise InvariantError(f"run {run} closed but was never started")
+    # Rule 3: the close of a run already let go of only tells listeners.
+    if _is_let_go(state, run):
         return ThreadStep(state, (Emit("close"),))
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     effects: list[ThreadEffect] = [Emit("close")]
     if state.turn_pending:
         effects.append(SettleTurn("closed"))
-    return ThreadStep(
-        replace(state, lifecycle=idle, run_closed=False, turn_pending=False), tuple(effects)
-    )
+    return ThreadStep(replace(state, lifecycle=idle, turn_pending=False), tuple(effects))
 
 
 def _close_through(state: ThreadSessionState, *, forget: bool) -> ThreadStep:
     session_id = None if forget else state.session_id
-    run = lifecycle_run(state.lifecycle)
     # A thread session never enters `stopping`.
     if isinstance(state.lifecycle, Stopping):
         raise InvariantError("a thread session never enters stopping")
+    settle: tuple[ThreadEffect, ...] = (SettleTurn("closed"),) if state.turn_pending else ()
+    # Rule 4: still starting — settle now, close the run when it opens.
+    if isinstance(state.lifecycle, Starting):
+        return ThreadStep(
+            replace(state, start_abandoned=True, session_id=session_id, turn_pending=False), settle
+        )
+    run = lifecycle_run(state.lifecycle)
     # Nothing open to close: only the session id changes.
-    if run is None or state.run_closed:
+    if run is None:
         return ThreadStep(replace(state, session_id=session_id))
-    effects: list[ThreadEffect] = [CloseRun(run)]
-    if state.turn_pending:
-        effects.append(SettleTurn("closed"))
     return ThreadStep(
         replace(
             state,
             lifecycle=next_lifecycle(state.lifecycle, IDLE),
-            run_closed=False,
             session_id=session_id,
             turn_pending=False,
         ),
-        tuple(effects),
+        (CloseRun(run), *settle),
     )
 
 
@@ -422,11 +435,11 @@ def should_rotate(record: ThreadRecord, now: datetime) -> bool:
     # Rotation by volume: the session has carried MAX_MESSAGES messages.
     if record["messageCount"] >= MAX_MESSAGES:
         return True
-    # Rotation by age: created MAX_AGE ago or more. An unreadable date rotates.
-    try:
-        created = datetime.fromisoformat(record["createdAt"])
-    except ValueError:
+    created = parse_iso_timestamp(record["createdAt"])
+    # An unreadable creation time cannot prove the session is young: rotate.
+    if created is None:
         return True
+    # Rotation by age: created MAX_AGE ago or more.
     return now - created >= MAX_AGE
 
 

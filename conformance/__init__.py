@@ -2,5 +2,6 @@
 
 `python -m conformance [PATHS...] --target spec` runs the vector files (by default
 the ones packaged in `conformance/vectors`) against a target and prints
-``N passed, N failed``. The format of the vector files is `docs/conformance.md`.
+``N passed, N failed``. `docs/conformance.md` explains the vector format and how a
+host runs them.
 """

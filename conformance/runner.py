@@ -104,19 +104,19 @@ def run_files(paths: Iterable[Path], handlers: HandlerTable) -> RunReport:
     """Run every case of every vector file under ``paths`` against ``handlers``."""
     report = RunReport()
     for path in find_vector_files(paths):
+        if not path.exists():
+            report.record(CaseFailure(path, None, "no such file or folder"))
+            continue
         try:
             vectors = load_vector_file(path)
         except VectorFileError as error:
             report.record(CaseFailure(path, None, f"cannot parse: {error}"))
             continue
         if vectors.kind not in handlers:
-            report.record(
-                CaseFailure(
-                    path,
-                    None,
-                    f"unknown kind {vectors.kind!r} ({len(vectors.cases)} cases not run)",
-                )
-            )
+            # Every case of the file is a failure: the closing line must not under-count.
+            failure = CaseFailure(path, None, f"unknown kind {vectors.kind!r}")
+            for _ in range(max(1, len(vectors.cases))):
+                report.record(failure)
             continue
         for case in vectors.cases:
             report.record(_run_case(vectors, handlers, case.name, case.input, case.expect))

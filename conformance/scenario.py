@@ -278,7 +278,7 @@ class _SpecThreadDriver:
         return {
             "phase": str(phase),
             "busy": lifecycle.is_busy(phase),
-            "running": thread_pool.has_open_run(self.state),
+            "running": thread_pool.session_running(self.state),
             "queue": [],
             "runs": [list(turns) for turns in self.runs],
         }

@@ -91,7 +91,7 @@ def test_a_wrong_expectation_fails_with_file_case_and_difference(
 def test_an_unknown_kind_and_an_unparsable_file_fail_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write(tmp_path / "a.json", vector_file("no/such-kind"))
+    write(tmp_path / "a.json", vector_file("no/such-kind", ("x", 1, 1), ("y", 2, 2)))
     (tmp_path / "b.json").write_text("{not json", encoding="utf-8")
     write(tmp_path / "c.json", {"kind": "lifecycle/flags", "cases": [{"name": "x"}]})
     assert conformance_main([str(tmp_path)]) == 1
@@ -99,12 +99,23 @@ def test_an_unknown_kind_and_an_unparsable_file_fail_the_run(
     assert "unknown kind 'no/such-kind'" in out
     assert "b.json: cannot parse" in out
     assert "c.json: cannot parse: case 1 must be an object with input and expect" in out
-    assert out.splitlines()[-1] == "0 passed, 3 failed"
+    assert out.splitlines()[-1] == "0 passed, 4 failed", "an unknown kind fails each of its cases"
 
 
-def test_a_missing_path_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert conformance_main([str(tmp_path / "absent")]) == 2
-    assert "no such file or folder" in capsys.readouterr().err
+def test_a_missing_path_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "absent.json"
+    assert conformance_main([str(missing)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"FAIL {missing}: no such file or folder",
+        "0 passed, 1 failed",
+    ]
+
+
+def test_a_folder_without_cases_is_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert conformance_main([str(tmp_path)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "0 passed, 0 failed"
 
 
 def test_a_crashing_handler_is_that_cases_failure(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from beebox_spec.chat_session import (
     ForgetSessionId,
     Interrupt,
     InterruptRun,
-    ReportTurnFailed,
+    ReportStartFailed,
     ResetSession,
     Restart,
     RunClosed,
@@ -35,9 +35,9 @@ from beebox_spec.chat_session import (
     StartRun,
     Stop,
     can_accept_send,
-    has_open_run,
     initial_state,
     session_busy,
+    session_running,
     step,
 )
 from beebox_spec.errors import InvariantError
@@ -142,7 +142,7 @@ def test_reset_session_stops_and_forgets_the_session_id() -> None:
 
 def test_a_send_in_the_close_window_is_refused() -> None:
     after_restart = run_events(Send("a"), RunStarted(), sdk("result"), Restart())[-1].state
-    assert not has_open_run(after_restart)
+    assert not session_running(after_restart)
     refused = step(after_restart, Send("b"))
     assert refused.accepted is False
     assert refused.effects == (), "no second run may race onto the session"
@@ -195,9 +195,19 @@ def test_the_sdk_assigned_session_id_is_saved_and_used_to_resume() -> None:
 
 def test_a_start_failure_returns_to_idle_reports_the_turn_and_keeps_the_queue() -> None:
     steps = run_events(Send("a"), Enqueue("b"), RunStartFailed("boom"))
-    assert steps[-1].effects == (ReportTurnFailed("a", "boom"),)
+    assert steps[-1].effects == (ReportStartFailed("boom", "a"),)
     assert steps[-1].state.lifecycle == Idle()
     assert steps[-1].state.queue == ("b",)
+
+
+def test_a_failed_start_of_a_drain_puts_the_texts_back_at_the_head_of_the_queue() -> None:
+    steps = run_events(
+        Send("a"), RunStarted(), Enqueue("b"), Enqueue("c\n\nd"), RunClosed(1), Enqueue("e")
+    )
+    assert steps[4].effects == (Emit("close", None), StartRun(2, None))
+    failed = step(steps[-1].state, RunStartFailed("boom"))
+    assert failed.effects == (ReportStartFailed("boom", None),)
+    assert failed.state.queue == ("b", "c\n\nd", "e"), "drained texts are never dropped"
 
 
 def test_interrupt_only_touches_an_open_run() -> None:
@@ -273,8 +283,8 @@ class ChatSessionLedger(RuleBasedStateMachine):
             case SendTurn(run=run, text=text):
                 assert run == self.state.runs_started, "turns go onto the current run"
                 self.sent.update(texts_of(text))
-            case ReportTurnFailed(text=text):
-                self.failed.update(texts_of(text))
+            case ReportStartFailed(failed_text=str() as text):
+                self.failed[text] += 1
             case StartRun(run=run):
                 self.runs_asked += 1
                 assert run == self.runs_asked, "runs are numbered in order"
@@ -321,22 +331,20 @@ class ChatSessionLedger(RuleBasedStateMachine):
 
     @invariant()
     def nothing_lost_or_duplicated(self) -> None:
-        waiting = Counter(self.state.queue)
-        if self.state.first_turn is not None:
-            waiting.update(texts_of(self.state.first_turn))
+        waiting = Counter(self.state.queue) + Counter(self.state.first_turn)
         assert self.sent + waiting + self.failed + self.discarded == self.accepted
 
     @invariant()
     def state_is_coherent(self) -> None:
         lifecycle = self.state.lifecycle
-        assert (self.state.first_turn is not None) == isinstance(lifecycle, Starting)
-        assert not self.state.run_closed or lifecycle.phase in (
+        assert bool(self.state.first_turn) == isinstance(lifecycle, Starting)
+        assert not self.state.close_requested or lifecycle.phase in (
             Phase.READY,
             Phase.STREAMING,
             Phase.STOPPING,
         )
         if lifecycle.phase is Phase.STOPPING:
-            assert self.state.run_closed, "stopping always closed its run"
+            assert self.state.close_requested, "stopping always closed its run"
 
 
 ChatSessionLedger.TestCase.settings = settings(

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.errors import InvariantError
-from beebox_spec.lifecycle import Idle, Phase, Ready
+from beebox_spec.lifecycle import Idle, Phase
 from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
     MAX_AGE,
@@ -20,7 +20,6 @@ from beebox_spec.thread_pool import (
     LogSkip,
     Park,
     RunClosed,
-    RunNotReadyError,
     RunStarted,
     RunStartFailed,
     SdkMessageArrived,
@@ -72,11 +71,32 @@ def test_a_send_while_busy_raises_session_busy_error() -> None:
         step(streaming, Send("b"))
 
 
-def test_a_send_in_the_close_window_raises_run_not_ready() -> None:
-    # The run's handle is closed but its close handler has not brought the phase to idle.
-    state = ThreadSessionState(lifecycle=Ready(1), run_closed=True, runs_started=1)
-    with pytest.raises(RunNotReadyError, match="Run not ready after start"):
-        step(state, Send("b"))
+def test_park_or_stop_while_starting_settles_now_and_closes_the_run_when_it_opens() -> None:
+    for call, kept in ((Park(), "old"), (Stop(), None)):
+        steps = run_events(Send("a"), call, RunStarted(), state=initial_thread_state("old"))
+        abandoned = steps[1]
+        assert abandoned.effects == (SettleTurn("closed"),)
+        assert abandoned.state.session_id == kept
+        opened = steps[2]
+        assert opened.effects == (CloseRun(1),), "nothing may be sent on an abandoned run"
+        assert opened.state.lifecycle == Idle()
+        # Its late messages are ignored, its close only tells listeners.
+        assert step(opened.state, sdk(1, "init", session_id="old")).effects == ()
+        assert step(opened.state, RunClosed(1)).effects == (Emit("close"),)
+
+
+def test_an_abandoned_start_that_fails_settles_nothing_twice() -> None:
+    steps = run_events(Send("a"), Park(), RunStartFailed("boom"))
+    assert steps[-1].effects == ()
+    assert steps[-1].state.lifecycle == Idle()
+
+
+def test_the_first_session_id_is_kept() -> None:
+    steps = run_events(Send("a"), RunStarted(), sdk(1, "init", session_id="s-1"))
+    assert Emit("session", "s-1") in steps[-1].effects
+    again = step(steps[-1].state, sdk(1, "assistant", "x", session_id="s-2"))
+    assert again.state.session_id == "s-1"
+    assert not any(isinstance(e, Emit) and e.event == "session" for e in again.effects)
 
 
 def test_a_fresh_session_sends_the_text_as_is_and_a_resumed_one_adds_the_reminder() -> None:
@@ -181,6 +201,11 @@ def test_rotation_happens_at_fifty_messages_or_a_day() -> None:
     assert should_rotate(record(created=NOW - MAX_AGE), NOW)
     assert should_rotate(
         ThreadRecord(sessionId="s", createdAt="garbage", lastUsedAt="", messageCount=1), NOW
+    )
+    # A creation time with no zone is not an instant: rotate rather than raise.
+    assert should_rotate(
+        ThreadRecord(sessionId="s", createdAt="2026-12-02T11:00:00", lastUsedAt="", messageCount=1),
+        NOW,
     )
 
 
