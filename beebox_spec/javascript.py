@@ -1,6 +1,7 @@
 """Reading strings and JSON values the way the original's JavaScript does.
 
-Spec sources: `original-facts.md` (preamble: "JSON" is what `JSON.parse` reads;
+Spec sources: `original-facts.md` (preamble: "JSON" is RFC 8259 JSON as
+`JSON.parse` reads it, and a line holding `NaN` or `Infinity` is unparsable;
 §1.1 `isOversizeLine` counts UTF-16 code units and UTF-8 bytes; §1.3
 `transformContent` reads fields with `String(x || "")`, `.length`, `.substring`
 and `JSON.stringify`; §3.3 trims `<chat-response>` text; §4.1 and §4.2 trim and
@@ -16,6 +17,13 @@ UTF-16 units; `str(1e16)` is `"1e+16"` and `json.dumps(1.0)` is `"1.0"`, where
 JavaScript writes `10000000000000000` and `1`), so the spec never uses them where
 the original used JavaScript's. This module is the one place those readings live:
 
+- **`JSON.parse`** (`parse_json_text`): RFC 8259 JSON, nothing more. `NaN`,
+  `Infinity` and `-Infinity` (which Python's `json` accepts) are refused; an
+  integer literal too long for Python's `int()` reads as the double JavaScript
+  makes of it; a value nested too deep to follow is unparsable, not a crash.
+  Every refusal is one `UnparsableJson`. `parse_json_object_or_none` is the
+  common reading of a JSON-lines record: the object, or None for anything that
+  is not JSON or not an object.
 - **Whitespace** (`JS_WHITESPACE`). What `String.prototype.trim`,
   `trimStart`, `trimEnd` remove and what a regular expression's `\\s` matches
   are the same set: ECMAScript's WhiteSpace (U+0009 tab, U+000B VT, U+000C FF,
@@ -52,12 +60,14 @@ review counts code points, `beebox_spec.review`).
 from __future__ import annotations
 
 import decimal
+import json
 import math
 import re
 from enum import Enum
 from typing import Final, TypeAlias
 
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import SpecRejection
 
 __all__ = [
     "JS_SPACE_CLASS",
@@ -65,6 +75,7 @@ __all__ = [
     "JS_WHITESPACE",
     "MISSING",
     "JsValue",
+    "UnparsableJson",
     "js_json_stringify",
     "js_or",
     "js_string",
@@ -73,10 +84,64 @@ __all__ = [
     "js_trim_end",
     "js_trim_start",
     "js_truthy",
+    "parse_json_object_or_none",
+    "parse_json_text",
     "utf8_length",
     "utf16_length",
     "utf16_prefix",
 ]
+
+
+# ---------------------------------------------------------------------------------
+# JSON.parse
+# ---------------------------------------------------------------------------------
+
+
+class UnparsableJson(SpecRejection):
+    """The text is not JSON as JavaScript's `JSON.parse` reads it."""
+
+
+def parse_json_text(text: str) -> JsonValue:
+    """Parse `text` as RFC 8259 JSON, the way `JSON.parse` would, or raise.
+
+    `NaN`, `Infinity` and `-Infinity` are not JSON. An integer literal too long for
+    Python's `int()` reads as the float JavaScript would make of it. A value nested
+    deeper than the interpreter can follow is treated as unparsable.
+    """
+    try:
+        value: JsonValue = json.loads(
+            text, parse_constant=_reject_non_json_constant, parse_int=_parse_json_integer
+        )
+    except (ValueError, RecursionError) as error:
+        # JSONDecodeError is a ValueError; so is the rejection of NaN/Infinity.
+        raise UnparsableJson(str(error)) from None
+    return value
+
+
+def parse_json_object_or_none(text: str) -> JsonObject | None:
+    """The text as a JSON object, or None when it is not JSON or not an object."""
+    try:
+        value = parse_json_text(text)
+    except UnparsableJson:
+        return None
+    # Only an object is a record; arrays, strings and numbers are not.
+    if not isinstance(value, dict):
+        return None
+    return value
+
+
+def _reject_non_json_constant(name: str) -> JsonValue:
+    # Python's json reads NaN, Infinity and -Infinity; JSON.parse does not.
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json_integer(digits: str) -> int | float:
+    try:
+        return int(digits)
+    except ValueError:
+        # Past Python's digit limit for int(); JavaScript reads every number as a
+        # double, and so do we here.
+        return float(digits)
 
 
 # ---------------------------------------------------------------------------------

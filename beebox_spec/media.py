@@ -4,7 +4,8 @@ Spec sources: `chat-history.md` ("Photos in a replayed conversation") and
 `original-facts.md` §1.1 (the strip rule), §1.3 (`transformContent`), §1.4 (the
 reference grammar), §1.5 (finding the line again, as departed from by `DESIGN.md`
 §5) and §1.6 (extracting one photo). "JSON" means RFC 8259 JSON as JavaScript's
-`JSON.parse` reads it (`original-facts.md`, preamble).
+`JSON.parse` reads it (`original-facts.md`, preamble): `beebox_spec.javascript`'s
+`parse_json_text`, the one reading of JSON text every module shares.
 
 A photo attached in chat lives only inside its transcript line, as base64. The
 history read strips those payloads textually (it never parses a line bigger than
@@ -94,7 +95,6 @@ Decisions where the sources are silent or the original's JavaScript leaks throug
 from __future__ import annotations
 
 import binascii
-import json
 import re
 from collections.abc import Sequence
 from typing import Final, Literal, TypeAlias, TypedDict
@@ -108,11 +108,14 @@ from beebox_spec.entries import (
 from beebox_spec.errors import SpecRejection
 from beebox_spec.javascript import (
     MISSING,
+    UnparsableJson,
     js_json_stringify,
     js_or,
     js_string,
     js_string_or_empty,
     js_truthy,
+    parse_json_object_or_none,
+    parse_json_text,
     utf8_length,
     utf16_length,
     utf16_prefix,
@@ -139,7 +142,6 @@ __all__ = [
     "MediaExtracted",
     "MediaNotExtracted",
     "MediaRef",
-    "UnparsableJson",
     "decode_base64_payload",
     "encode_media_ref",
     "extract_media",
@@ -147,8 +149,6 @@ __all__ = [
     "image_blocks",
     "is_image_block",
     "message_content",
-    "parse_json_object_or_none",
-    "parse_json_text",
     "parse_media_ref",
     "parse_media_ref_or_none",
     "strip_inline_media",
@@ -185,58 +185,7 @@ def strip_inline_media(line: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------
-# 2. Reading a line as JSON (original-facts preamble)
-# ---------------------------------------------------------------------------------
-
-
-class UnparsableJson(SpecRejection):
-    """The text is not JSON as JavaScript's `JSON.parse` reads it."""
-
-
-def parse_json_text(text: str) -> JsonValue:
-    """Parse `text` as RFC 8259 JSON, the way `JSON.parse` would, or raise.
-
-    `NaN`, `Infinity` and `-Infinity` are not JSON. An integer literal too long for
-    Python's `int()` reads as the float JavaScript would make of it. A value nested
-    deeper than the interpreter can follow is treated as unparsable.
-    """
-    try:
-        value: JsonValue = json.loads(
-            text, parse_constant=_reject_non_json_constant, parse_int=_parse_json_integer
-        )
-    except (ValueError, RecursionError) as error:
-        # JSONDecodeError is a ValueError; so is the rejection of NaN/Infinity.
-        raise UnparsableJson(str(error)) from None
-    return value
-
-
-def parse_json_object_or_none(text: str) -> JsonObject | None:
-    """The text as a JSON object, or None when it is not JSON or not an object."""
-    try:
-        value = parse_json_text(text)
-    except UnparsableJson:
-        return None
-    # Only an object is a transcript record; arrays, strings and numbers are not.
-    if not isinstance(value, dict):
-        return None
-    return value
-
-
-def _reject_non_json_constant(name: str) -> JsonValue:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_json_integer(digits: str) -> int | float:
-    try:
-        return int(digits)
-    except ValueError:
-        # Past Python's digit limit for int(); JavaScript reads every number as a
-        # double, and so do we here.
-        return float(digits)
-
-
-# ---------------------------------------------------------------------------------
-# 3. The media reference grammar (§1.4)
+# 2. The media reference grammar (§1.4)
 # ---------------------------------------------------------------------------------
 
 # The URL segment the media route is mounted at: `GET /api/session-media/<ref>`.
@@ -330,7 +279,7 @@ def encode_media_ref(ref: MediaRef) -> str:
 
 
 # ---------------------------------------------------------------------------------
-# 4. The one enumeration of image blocks (chat-history.md)
+# 3. The one enumeration of image blocks (chat-history.md)
 # ---------------------------------------------------------------------------------
 
 
@@ -363,7 +312,7 @@ def message_content(record: JsonValue) -> JsonValue:
 
 
 # ---------------------------------------------------------------------------------
-# 5. Minting: transform_content (§1.3)
+# 4. Minting: transform_content (§1.3)
 # ---------------------------------------------------------------------------------
 
 
@@ -535,7 +484,7 @@ def _result_part_text(part: JsonValue) -> str:
 
 
 # ---------------------------------------------------------------------------------
-# 6. Finding the line again (§1.5, departed from by DESIGN.md §5)
+# 5. Finding the line again (§1.5, departed from by DESIGN.md §5)
 # ---------------------------------------------------------------------------------
 
 # The longest line the media route will materialise, in UTF-8 bytes (16 MiB; a
@@ -581,7 +530,7 @@ def find_line_by_uuid(lines: Sequence[str], uuid: str) -> LineLookup:
 
 
 # ---------------------------------------------------------------------------------
-# 7. Following a reference back (§1.6)
+# 6. Following a reference back (§1.6)
 # ---------------------------------------------------------------------------------
 
 # What the detach step writes in place of payload n: `cb-media-slot-<n>`.

@@ -8,8 +8,9 @@ consume loop).
 Both session models (`beebox_spec.chat_session`, `beebox_spec.thread_pool`) are
 driven by the same engine *events* and make the same run *requests*, so those are
 defined once, here. Runs are numbered from 1 in the order the session asked for
-them; every event names the run it is about, so a model can tell the current run
-from one it already let go of.
+them. A start's outcome (`RunStarted`, `RunStartFailed`) is about the one run the
+session is starting; every later event names the run it is about, so a model can
+tell the current run from one it already let go of.
 
 Engine events:
 

@@ -74,13 +74,14 @@ from beebox_spec.entries import (
     SessionHistory,
 )
 from beebox_spec.errors import SpecRejection
-from beebox_spec.javascript import js_string_or_empty, js_trim, utf8_length, utf16_prefix
-from beebox_spec.media import (
-    MediaEntryRef,
+from beebox_spec.javascript import (
+    js_string_or_empty,
+    js_trim,
     parse_json_object_or_none,
-    strip_inline_media,
-    transform_content,
+    utf8_length,
+    utf16_prefix,
 )
+from beebox_spec.media import MediaEntryRef, strip_inline_media, transform_content
 from beebox_spec.reconcile import user_identity
 
 __all__ = [

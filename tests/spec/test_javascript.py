@@ -23,6 +23,7 @@ from beebox_spec.javascript import (
     JS_WHITESPACE,
     MISSING,
     JsValue,
+    UnparsableJson,
     js_json_stringify,
     js_or,
     js_string,
@@ -31,11 +32,12 @@ from beebox_spec.javascript import (
     js_trim_end,
     js_trim_start,
     js_truthy,
+    parse_json_object_or_none,
+    parse_json_text,
     utf8_length,
     utf16_length,
     utf16_prefix,
 )
-from beebox_spec.media import parse_json_text
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -46,6 +48,53 @@ def run_node(script: str, data: object) -> object:
         ["node", "-e", script], input=json.dumps(data), capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout)
+
+
+# ---------------------------------------------------------------------------------
+# Reading JSON as JSON.parse does
+# ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a":-Infinity}', "", "{", "// c", "[1,]"])
+def test_non_json_is_unparsable(text: str) -> None:
+    with pytest.raises(UnparsableJson):
+        parse_json_text(text)
+    assert parse_json_object_or_none(text) is None
+
+
+def test_a_deeply_nested_line_is_unparsable_not_a_crash() -> None:
+    with pytest.raises(UnparsableJson):
+        parse_json_text("[" * 200_000 + "]" * 200_000)
+
+
+def test_a_huge_integer_reads_as_javascript_would() -> None:
+    assert parse_json_text("1" * 5000) == float("inf")
+
+
+def test_only_objects_are_records() -> None:
+    assert parse_json_object_or_none("[1]") is None
+    assert parse_json_object_or_none('"x"') is None
+    assert parse_json_object_or_none(' {"a":1}\r') == {"a": 1}
+
+
+@needs_node
+def test_what_parses_agrees_with_node() -> None:
+    texts = ["{}", " {}\r\n", "\ufeff{}", "\u00a01", "\f1", "01", "1.", ".5", "-0", "1e400"]
+    texts += ["NaN", "-Infinity", "[1,]", "{'a':1}", '"\t"', '"\\ud800"', '{"a":1,"a":2}', "[]]"]
+    script = (
+        "const t=JSON.parse(require('fs').readFileSync(0,'utf8'));"
+        "console.log(JSON.stringify(t.map(s=>{try{JSON.parse(s);return true}"
+        "catch(e){return false}})))"
+    )
+    found = run_node(script, texts)
+    assert isinstance(found, list)
+    for text, parses in zip(texts, found, strict=True):
+        try:
+            parse_json_text(text)
+        except UnparsableJson:
+            assert not parses, text
+        else:
+            assert parses, text
 
 
 # ---------------------------------------------------------------------------------

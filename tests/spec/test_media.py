@@ -27,14 +27,11 @@ from beebox_spec.media import (
     MalformedMediaRef,
     MediaEntryRef,
     MediaRef,
-    UnparsableJson,
     decode_base64_payload,
     encode_media_ref,
     extract_media,
     find_line_by_uuid,
     image_blocks,
-    parse_json_object_or_none,
-    parse_json_text,
     parse_media_ref,
     parse_media_ref_or_none,
     strip_inline_media,
@@ -185,33 +182,6 @@ def test_strip_means_every_long_data_or_base64_string_becomes_the_marker(tree: J
     else:
         assert expected != tree
         assert json.loads(stripped) == expected
-
-
-# ---------------------------------------------------------------------------------
-# Reading JSON as JSON.parse does
-# ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a":-Infinity}', "", "{", "// c", "[1,]"])
-def test_non_json_is_unparsable(text: str) -> None:
-    with pytest.raises(UnparsableJson):
-        parse_json_text(text)
-    assert parse_json_object_or_none(text) is None
-
-
-def test_a_deeply_nested_line_is_unparsable_not_a_crash() -> None:
-    with pytest.raises(UnparsableJson):
-        parse_json_text("[" * 200_000 + "]" * 200_000)
-
-
-def test_a_huge_integer_reads_as_javascript_would() -> None:
-    assert parse_json_text("1" * 5000) == float("inf")
-
-
-def test_only_objects_are_records() -> None:
-    assert parse_json_object_or_none("[1]") is None
-    assert parse_json_object_or_none('"x"') is None
-    assert parse_json_object_or_none(' {"a":1}\r') == {"a": 1}
 
 
 # ---------------------------------------------------------------------------------
