@@ -38,9 +38,11 @@ photo later, lazily. The rules, in reading order:
    would refuse.
 3. **The one enumeration** (`chat-history.md`). `image_blocks(content)`: the
    object blocks of `message.content` whose `type` is `"image"`, in document order.
-   The index of a reference is a position in this list; minting and following back
-   both use it, so they cannot drift. Images nested in a `tool_result`, documents
-   and `toolUseResult` are not in it: they are stripped but never addressable.
+   The index of a reference is a position in this list: following back indexes it,
+   and minting counts the same blocks (`is_image_block`) in the same walk, so they
+   cannot drift (a test checks every minted index against this list). Images
+   nested in a `tool_result`, documents and `toolUseResult` are not in it: they
+   are stripped but never addressable.
 4. **Minting** (§1.3). `transform_content(content, media_ref)` turns raw
    `message.content` into wire blocks. An image block whose `source` is base64 with
    `data` equal to the marker — an image the strip actually took out — becomes
@@ -330,7 +332,10 @@ def transform_content(
     # Anything else that is not an array holds no blocks.
     if not isinstance(content, list):
         return []
-    images = iter(enumerate(image_blocks(content)))
+    # The ordinal of the next image block: its position in `image_blocks(content)`,
+    # which lists the same blocks (objects that pass `is_image_block`) in the order
+    # this walk meets them; no branch before the image branch takes type "image".
+    image_index = 0
     blocks: list[SessionContentBlock] = []
     for block in content:
         # Items that are not objects (strings, numbers, arrays, null) are skipped.
@@ -361,14 +366,15 @@ def transform_content(
                 }
             )
         elif block_type == "thinking":
+            # The original writes `String(block.thinking || "")`: a thinking block
+            # without its text still carries `text: ""` on the wire.
             blocks.append({"type": "thinking", "text": js_string_or_empty(block.get("thinking"))})
         elif block_type == "redacted_thinking":
             blocks.append({"type": "thinking", "text": "[redacted]"})
         elif is_image_block(block):
-            index, same_block = next(images)
-            # The walk meets image blocks in the order image_blocks lists them.
-            assert same_block is block, "transform_content and image_blocks disagree"
-            blocks.append(_image_content_block(block, media_ref, index))
+            # Every image block counts, stripped, failed or intact (§1.3).
+            blocks.append(_image_content_block(block, media_ref, image_index))
+            image_index += 1
         else:
             # An unknown type (a document, something new) shows as its name.
             blocks.append({"type": "text", "text": f"[{js_string(block_type)}]"})
@@ -460,10 +466,18 @@ def summarize_tool_input(tool_name: str, tool_input: JsonObject) -> str:
 
 
 def summarize_tool_result(content: JsonValue) -> str:
-    """The first 500 characters of a tool result's text (§1.3)."""
+    """The first 500 characters of a tool result's text (§1.3).
+
+    A list of parts is joined by `"\\n"` with *every* part in it: a part without
+    text (an image, a number) joins as `""`, so `[text a, image, text b]` reads
+    `"a\\n\\nb"`. §1.3's "text of string items / `.text` items joined by `\\n`" is
+    shorthand; the original (`cli/lib/session-content.ts` `summarizeToolResult`)
+    maps each part to its text or `""` and then joins, filtering nothing.
+    """
     if isinstance(content, str):
         return utf16_prefix(content, TOOL_RESULT_SUMMARY_CHARS)
     if isinstance(content, list):
+        # map-then-join, as the original does: textless parts leave empty lines.
         parts = [_result_part_text(part) for part in content]
         return utf16_prefix("\n".join(parts), TOOL_RESULT_SUMMARY_CHARS)
     # Neither a string nor a list of parts: nothing to summarise.
@@ -479,7 +493,7 @@ def _result_part_text(part: JsonValue) -> str:
         text = part.get("text")
         if isinstance(text, str):
             return text
-    # … and anything else (an image part, a number) contributes an empty line.
+    # … and anything else (an image part, a number) contributes "" to the join.
     return ""
 
 

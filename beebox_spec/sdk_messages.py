@@ -563,7 +563,7 @@ def message_kind(message: AdaptedMessage) -> str:
     if message["type"] == "system":
         return "system:init"
     if message["type"] == "task":
-        return f"task:{_task_phase(message['task'])}"
+        return f"task:{message['task']['phase']}"
     if message["type"] == "assistant":
         return "assistant"
     if message["type"] == "user":
@@ -575,19 +575,6 @@ def message_kind(message: AdaptedMessage) -> str:
     if message["type"] == "unknown":
         return "unknown"
     assert_never(message)
-
-
-def _task_phase(task: TaskEvent) -> str:
-    """The phase of a task event (exhaustive over the four phases)."""
-    if task["phase"] == "started":
-        return "started"
-    if task["phase"] == "progress":
-        return "progress"
-    if task["phase"] == "updated":
-        return "updated"
-    if task["phase"] == "settled":
-        return "settled"
-    assert_never(task)
 
 
 # ---------------------------------------------------------------------------

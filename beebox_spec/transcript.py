@@ -32,16 +32,32 @@ The history read, top to bottom:
    lines (comments, a half-written last line, anything that is not a JSON object)
    are skipped. A parsed record becomes an entry when it is a user or assistant
    turn with a `message` object, and is not `isMeta`, not a synthetic assistant
-   turn (`message.model` `"<synthetic>"`), not an assistant turn without blocks, and
-   not a user turn without real text — one whose text blocks are all blank or all
-   plumbing (`"Tool loaded."`, `"Todos have been modified…"`). That last rule is
-   what drops tool_result plumbing turns, and also image-only user turns.
+   turn (`message.model` `"<synthetic>"`), not an assistant turn without blocks,
+   and not a user turn that shows nothing a person put there. A user turn shows
+   something when its content has a text block that is neither blank nor harness
+   plumbing (`is_plumbing_message`), or a top-level image: an image block of
+   `message.content` that reads as a reference, inline bytes or a URL, or as the
+   `[image not displayed]` placeholder (a text block, so the first clause already
+   counts it). An image block with no source to show (no bytes, URL or reference)
+   shows nothing. So tool_result plumbing turns are still dropped — their images,
+   if any, sit nested inside the `tool_result`, outside the one enumeration — and
+   so are blank turns and turns whose every text is plumbing.
+   **(ours, departure)** The original (`cli/lib/session-entry.ts`
+   `classifyUserEntry`) dropped every user turn without non-blank text, image-only
+   turns included; its `session-content.ts` says so on purpose, to hide
+   "PDF-reading plumbing (user-role turns containing only images)". That drops the
+   very turn `chat-history.md` exists for: a 300 KB line holding one caption-less
+   photo is stripped, and then yields no entry, so the photo never gets the
+   reference the strip made room for. `chat-history.md` is the requirement; we keep
+   the turn. The price: a synthetic image-only user turn that is not marked
+   `isMeta` now shows as an image.
    **(inference)** §1.1 gives the stub's drop rules and names the parse as the
-   rule they imitate without stating it; the rule above is the one that agrees with
-   both of §1.1's accepted limitations ("a tool_result-shaped user turn that also
-   has real text is dropped whole" — so the parse keeps it; "image-only oversize
-   user turns become a visible stub" — so the parse drops them); the original's
-   `cli/lib/session-entry.ts` `buildEntry`, read for this decision, does the same.
+   rule they imitate without stating it; the rest of the rule above is the
+   original's `buildEntry`, read for this decision. It agrees with one of §1.1's
+   accepted limitations ("a tool_result-shaped user turn that also has real text
+   is dropped whole" — so the parse keeps it); the other ("image-only oversize
+   user turns become a visible stub") is no longer a disagreement: stub and parse
+   both keep such a turn. The oversize stub rules stay exactly §1.1's.
    That original also gave compaction summaries and `[Request interrupted by user]`
    turns entry types of their own; §2.4's `SessionEntry` has only user and
    assistant, so here they stay user entries. It also copied each tool_result's
@@ -70,6 +86,7 @@ from typing import Final, Literal, TypeAlias, TypedDict
 from beebox_spec.entries import (
     MAX_SESSION_ENTRIES,
     JsonObject,
+    SessionContentBlock,
     SessionEntry,
     SessionHistory,
 )
@@ -305,16 +322,8 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
         if not content:
             return None
         return {"uuid": uuid, "type": "assistant", "timestamp": timestamp, "content": content}
-    real_texts = [
-        block.get("text", "")
-        for block in content
-        if block.get("type") == "text" and js_trim(block.get("text", "")) != ""
-    ]
-    # No real text: tool_result plumbing, or an image-only turn.
-    if not real_texts:
-        return None
-    # Every text is harness plumbing ("Tool loaded.").
-    if all(is_plumbing_message(text) for text in real_texts):
+    # (ours) Nothing a person put there — no real text, no photo: plumbing or blank.
+    if not any(_shows_something(block) for block in content):
         return None
     entry: SessionEntry = {"uuid": uuid, "type": "user", "timestamp": timestamp, "content": content}
     user = user_identity(content, "user")
@@ -328,12 +337,30 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
     return entry
 
 
+def _shows_something(block: SessionContentBlock) -> bool:
+    """A user turn's block that a person put there: real text, or an image to show."""
+    if block.get("type") == "image":
+        # A top-level image shown by reference, inline bytes or URL (the placeholder
+        # for one that cannot be shown is a text block, and counts below).
+        return any(key in block for key in ("imageRef", "dataBase64", "imageUrl"))
+    if block.get("type") == "text":
+        text = block.get("text", "")
+        # Blank text and Claude Code's own notices are not anyone's words.
+        return js_trim(text) != "" and not is_plumbing_message(text)
+    # tool_use, tool_result and thinking blocks are not what a user turn shows.
+    return False
+
+
 def is_plumbing_message(text: str) -> bool:
     """Claude Code's own notices in a user position, not typed by anyone.
 
     Read on the JavaScript-trimmed text: exactly "Tool loaded.", or anything that
     starts "Todos have been modified". The history read (§2.4 entries) and chat
     review's real user turns (§4.2, `beebox_spec.review`) share this one rule.
+
+    The two strings are not in the spec sources: they are the original's code,
+    `cli/lib/session-text.ts` `plumbingPatterns` (`/^Tool loaded\\.$/` and
+    `/^Todos have been modified/`, tested on `text.trim()`), read for this rule.
     """
     trimmed = js_trim(text)
     return trimmed == "Tool loaded." or trimmed.startswith("Todos have been modified")

@@ -33,6 +33,11 @@ __all__ = ["HANDLERS"]
 
 def _file_lines(case_input: dict[str, Any]) -> list[str]:
     # The case's lines as a transcript file holds them: joined by "\n", read back.
+    # A trailing "" is not a blank line of its own: `["a", ""]` is written "a\n",
+    # one line and the final newline that ends it, and a final newline opens no
+    # further line (`split_transcript_lines`), so it reads back as one record.
+    # `["a", "", ""]` is "a\n\n": "a" and one blank line. The read-lines vectors
+    # pin both, so every host writes and reads the case the same way.
     lines = case_input["lines"]
     assert isinstance(lines, list)
     assert all(isinstance(line, str) for line in lines)

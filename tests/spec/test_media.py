@@ -288,6 +288,50 @@ def test_image_blocks_are_top_level_object_blocks_in_document_order() -> None:
 # ---------------------------------------------------------------------------------
 
 
+MINTING_ITEMS = st.sampled_from(
+    [
+        image(MARKER),
+        image(MARKER, None),
+        image(""),
+        image(None),
+        image("QUJD"),
+        {"type": "image"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/p.png"}},
+        {"type": "text", "text": "x"},
+        {"type": "thinking", "thinking": "t"},
+        {"type": "tool_result", "tool_use_id": "t", "content": [image(MARKER)]},
+        {"type": "document", "source": {"type": "base64", "data": MARKER}},
+        {"type": "IMAGE", "source": {"type": "base64", "data": MARKER}},
+        "image",
+        ["image"],
+        None,
+    ]
+).map(lambda item: json.loads(json.dumps(item)))  # a fresh object every draw
+
+
+@given(st.lists(MINTING_ITEMS, max_size=12))
+def test_every_minted_index_is_the_blocks_position_among_image_blocks(
+    content: list[JsonValue],
+) -> None:
+    shown = transform_content(content, {"sessionId": "s", "entryUuid": "u"})
+    objects = [item for item in content if isinstance(item, dict)]
+    images = image_blocks(content)
+    assert len(shown) == len(objects)
+    for original, block in zip(objects, shown, strict=True):
+        source = original.get("source")
+        stripped = (
+            original.get("type") == "image"
+            and isinstance(source, dict)
+            and source.get("type") == "base64"
+            and source.get("data") == MARKER
+        )
+        # Every stripped top-level image, and nothing else, gets a reference …
+        assert ("imageRef" in block) == stripped
+        if "imageRef" in block:
+            # … naming its own position in the one enumeration.
+            assert images[parse_media_ref(block["imageRef"])["index"]] is original
+
+
 def test_the_thousandth_image_gets_no_reference() -> None:
     ref: MediaEntryRef = {"sessionId": "s", "entryUuid": "u"}
     blocks = transform_content([image(MARKER) for _ in range(MAX_IMAGE_INDEX + 2)], ref)
@@ -573,6 +617,18 @@ def image_data(block: JsonObject) -> JsonValue:
     return source.get("data") if isinstance(source, dict) else None
 
 
+def was_payload(block: JsonObject) -> bool:
+    """A base64 image whose data the strip rule takes out (on a line it strips)."""
+    source = block.get("source")
+    data = image_data(block)
+    return (
+        isinstance(source, dict)
+        and source.get("type") == "base64"
+        and isinstance(data, str)
+        and BASE64_PAYLOAD_RE.fullmatch(f'"data":"{data}"') is not None
+    )
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts())
 def test_every_minted_reference_follows_back_to_its_image(
@@ -599,7 +655,9 @@ def test_every_minted_reference_follows_back_to_its_image(
     if not stripped or not uuid:
         assert minted == []
         return
-    if not ours:  # the turn itself is not history (an image-only user turn, say)
+    if not ours:
+        # (ours) A turn holding a stripped photo is always history, text or not.
+        assert not any(was_payload(block) for block in originals)
         return
     (entry,) = ours
     object_blocks = [block for block in content if isinstance(block, dict)]
@@ -611,13 +669,12 @@ def test_every_minted_reference_follows_back_to_its_image(
         source = original["source"]
         assert isinstance(source, dict)
         data = source.get("data")
-        was_payload = isinstance(data, str) and BASE64_PAYLOAD_RE.fullmatch(f'"data":"{data}"')
         if source.get("type") == "base64" and not data:
             # A failed upload never gets a reference.
             assert shown == {"type": "text", "text": IMAGE_NOT_DISPLAYED}
             continue
         # A reference exactly for the payloads the strip took out.
-        assert ("imageRef" in shown) == bool(was_payload and source.get("type") == "base64")
+        assert ("imageRef" in shown) == was_payload(original)
         if "imageRef" not in shown:
             continue
         ref = parse_media_ref(shown["imageRef"])

@@ -265,8 +265,9 @@ def test_the_stub_size_rounds_half_up(size: int, kilobytes: int) -> None:
 
 
 # The stub and the parse should drop the same records. For records whose fate
-# depends on the envelope alone they agree; the two places they differ are §1.1's
-# accepted limitations, pinned below so a change to either side is noticed.
+# depends on the envelope alone they agree, and (ours) so do they on an image-only
+# user turn, which both keep; the one place they differ is §1.1's accepted
+# limitation, pinned below so a change to either side is noticed.
 AGREEING_FAMILY: list[JsonObject] = [
     {"type": "system", "subtype": "local_command", "uuid": "x", "content": "c"},
     user("u", "typed text"),
@@ -274,6 +275,7 @@ AGREEING_FAMILY: list[JsonObject] = [
     assistant("a", [text("reply")]),
     assistant("a", [text("No response requested.")], model="<synthetic>"),
     user("u", [{"type": "tool_result", "tool_use_id": "t", "content": "result"}]),
+    user("u", [image("QUJD")]),
 ]
 
 
@@ -292,9 +294,11 @@ def test_accepted_limitation_tool_result_with_text() -> None:
     assert oversize_entry(compact({**record, "padding": BIG}), 1) is None
 
 
-def test_accepted_limitation_image_only_turn() -> None:
+def test_an_oversize_image_only_turn_is_a_stub_as_its_parse_is_an_entry() -> None:
+    # §1.1 listed this as a limitation (the stub showed what the parse dropped);
+    # with image-only turns kept (ours) the two agree.
     record = user("u", [image("QUJD")])
-    assert entry_from_record(record, None) is None
+    assert entry_from_record(record, None) is not None
     assert oversize_entry(compact({**record, "padding": BIG}), 1) is not None
 
 
@@ -315,7 +319,12 @@ def test_accepted_limitation_image_only_turn() -> None:
         (assistant("a", [text("x")], model="<synthetic>"), "synthetic"),
         (assistant("a", []), "assistant without blocks"),
         (user("u", [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]), "plumbing"),
-        (user("u", [image("QUJD")]), "image-only"),
+        (user("u", [{"type": "image"}]), "an image with nothing to show"),
+        (user("u", [{"type": "image", "source": {"type": "file", "file_id": "f"}}]), "file image"),
+        (
+            user("u", [{"type": "tool_result", "tool_use_id": "t", "content": [image("QUJD")]}]),
+            "plumbing whose image is nested",
+        ),
         (user("u", [text("  \n\u3000")]), "blank text"),
         (user("u", "Tool loaded."), "plumbing text"),
         (user("u", [text("Todos have been modified successfully."), text(" ")]), "todos text"),
@@ -366,6 +375,48 @@ def test_a_failed_upload_alone_is_kept_as_its_placeholder() -> None:
     entry = entry_from_record(user("u", [image("")]), SESSION)
     assert entry is not None
     assert entry["content"] == [{"type": "text", "text": IMAGE_NOT_DISPLAYED}]
+
+
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        ([image("QUJD")], {"type": "image", "mediaType": "image/png", "dataBase64": "QUJD"}),
+        (
+            [{"type": "image", "source": {"type": "url", "url": "https://example.com/p.png"}}],
+            {"type": "image", "imageUrl": "https://example.com/p.png"},
+        ),
+    ],
+)
+def test_an_image_only_user_turn_is_kept(content: JsonValue, shown: JsonObject) -> None:
+    # (ours) The original dropped every user turn without text; a photo is enough.
+    entry = entry_from_record(user("u", content), None)
+    assert entry is not None
+    assert entry["content"] == [shown]
+
+
+def test_a_caption_less_photo_too_big_to_read_keeps_its_turn_and_its_reference() -> None:
+    # chat-history.md's case: a 300 KB line holding one photo sent without a caption.
+    photo = b"\xff\xd8" * 115_000
+    line = compact(user("u-photo", [image(b64(photo))]))
+    assert len(line.encode()) > 300_000
+    assert kinds([line]) == ["stripped"]
+    assert entries_from_lines(SESSION, [line]) == [
+        {
+            "uuid": "u-photo",
+            "type": "user",
+            "timestamp": TS,
+            "content": [
+                {"type": "image", "imageRef": f"{SESSION}/u-photo/0", "mediaType": "image/png"}
+            ],
+        }
+    ]
+    assert extract_media(line, 0) == {"ok": True, "mediaType": "image/png", "data": photo}
+
+
+def test_an_image_keeps_a_turn_whose_only_text_is_plumbing() -> None:
+    entry = entry_from_record(user("u", [text("Tool loaded."), image("QUJD")]), None)
+    assert entry is not None
+    assert [block["type"] for block in entry["content"]] == ["text", "image"]
 
 
 def test_the_sender_is_read_from_the_typed_tag() -> None:
