@@ -40,9 +40,11 @@ The rules, top to bottom:
    pointing at the old boundary — and resolution never reads the stored
    `endIndex` anyway; it finds the boundary by uuid and checks it by hash.
 4. **The state file** (`.beebox/chat-review/state.json`): its exact JSON
-   shapes, a fresh state for a missing, unparsable or malformed file (with the
-   reason, so the caller can warn — silently for a missing one), and the
-   serialisation `JSON.stringify(state, null, 2) + "\\n"`.
+   shapes, read with `JSON.parse`'s rules (`beebox_spec.javascript`); a fresh
+   state for a missing, unparsable or malformed file (with the reason, so the
+   caller can warn — silently for a missing one); and the serialisation
+   `JSON.stringify(state, null, 2) + "\\n"`, byte for byte as JavaScript
+   writes it (key order, escapes, numbers).
 5. **Per-session decisions** (§4.7 steps 4–8), as pure functions from the old
    session state to the new one: an empty span is skipped; a span that failed
    `MAX_REVIEW_ATTEMPTS` times is given up on (only that span: new material is
@@ -57,14 +59,14 @@ implementation walks the transcript in pages and folds the hash as it goes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Literal, NamedTuple, NotRequired, TypedDict
 
-from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
+from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonObject, JsonValue, SessionEntry
 from beebox_spec.errors import InvariantError
+from beebox_spec.javascript import UnparsableJson, js_json_stringify, parse_json_text
 from beebox_spec.review import (
     BootstrapReason,
     HuskWritePlan,
@@ -228,7 +230,9 @@ def resolve_span(
     """The part of the transcript `entries` not yet folded into the account (§4.3).
 
     `applied` is the session's journal entry for this consumer (any object with
-    `endUuid` and `prefixHash`), or None when there is none.
+    `endUuid` and `prefixHash`), or None when there is none. `limit` is the
+    most entries one review folds in: discovery's window (§4.2 `PARSE_LIMIT`,
+    which is `MAX_SESSION_ENTRIES`) is this default, and lives here only.
     """
     # A span of no entries would never advance: a caller bug.
     if limit < 1:
@@ -274,7 +278,11 @@ def span_size(span: ResolvedSpan) -> int:
 
 
 def span_id_for(session_id: str, span: ResolvedSpan) -> str | None:
-    """The span's id from its last entry and end hash (§4.7 step 4); None for an empty span."""
+    """The span's id from its last entry and end hash (§4.7 step 4); None for an empty span.
+
+    The one place a span's id is computed: the run compares it with the husk's
+    `review-span`, and `applied_span_for` records it in the journal.
+    """
     # An empty span has nothing to fold in, so no id.
     if not span["entries"] or span["endPrefixHash"] is None:
         return None
@@ -297,15 +305,18 @@ def applied_span_for(session_id: str, span: ResolvedSpan, now_iso: str) -> Appli
     identity means no journal entry, and the next run reads from the top —
     wasteful, never wrong.
     """
+    key = span_id_for(session_id, span)
     # Nothing was read, so there is nothing to record.
-    if not span["entries"] or span["endPrefixHash"] is None:
+    if key is None:
         return None
     end_uuid = span["entries"][-1]["uuid"]
     # An entry without a uuid cannot anchor a journal.
     if end_uuid == "":
         return None
+    # A span with an id has an end hash (span_id_for said so).
+    assert span["endPrefixHash"] is not None
     return {
-        "spanId": span_id(session_id, end_uuid, span["endPrefixHash"]),
+        "spanId": key,
         "endUuid": end_uuid,
         "endIndex": span["endIndex"],
         "prefixHash": span["endPrefixHash"],
@@ -346,23 +357,20 @@ class StateLoad(NamedTuple):
     problem: StateProblem | None
 
 
-def _reject_constant(name: str) -> JsonValue:
-    # `NaN`, `Infinity` and `-Infinity` are not JSON (original-facts, preamble).
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_review_state(text: str | None) -> StateLoad:
     """Read the state file's text; None means the file does not exist.
 
-    A missing file, text that is not JSON, or JSON of the wrong shape gives a
-    fresh state and names the problem (§4.3).
+    The text is read as `JSON.parse` reads it (`parse_json_text`: no `NaN`, no
+    `Infinity`, any depth without a crash). A missing file, text that is not
+    JSON, or JSON of the wrong shape gives a fresh state and names the problem
+    (§4.3).
     """
     # No file: never reviewed.
     if text is None:
         return StateLoad(fresh_review_state(), "missing")
     try:
-        obj: JsonValue = json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
+        obj = parse_json_text(text)
+    except UnparsableJson:
         # Not JSON at all.
         return StateLoad(fresh_review_state(), "invalid-json")
     state = review_state_from_json(obj)
@@ -432,10 +440,13 @@ def _session_from_json(value: JsonValue) -> SessionReviewState | None:
         applied[consumer] = entry
     raw_owner = value.get("titleOwner")
     owner = _TITLE_OWNERS.get(raw_owner) if isinstance(raw_owner, str) else None
-    title_hash = value.get("titleHash", 0)
+    title_hash = value.get("titleHash")
     attempts = _as_int(value.get("attempts"))
-    # The owner is one of three; the hash is a string or null; attempts an integer.
-    if owner is None or not (title_hash is None or isinstance(title_hash, str)) or attempts is None:
+    # The owner is one of three; attempts an integer.
+    if owner is None or attempts is None:
+        return None
+    # The hash is required: a string, or null before the first title write (never absent).
+    if "titleHash" not in value or not (title_hash is None or isinstance(title_hash, str)):
         return None
     session: SessionReviewState = {
         "applied": applied,
@@ -462,12 +473,13 @@ def review_state_from_json(obj: JsonValue) -> ReviewState | None:
     # The file holds an object.
     if not isinstance(obj, dict):
         return None
-    last_run_at = obj.get("lastRunAt", 0)
+    last_run_at = obj.get("lastRunAt")
+    # `lastRunAt` is required: a string, or null before the first run (never absent).
+    if "lastRunAt" not in obj or not (last_run_at is None or isinstance(last_run_at, str)):
+        return None
     raw_sessions = obj.get("sessions")
-    # `lastRunAt` is a string or null; `sessions` an object.
-    if not (last_run_at is None or isinstance(last_run_at, str)) or not isinstance(
-        raw_sessions, dict
-    ):
+    # `sessions` maps session ids to their states.
+    if not isinstance(raw_sessions, dict):
         return None
     sessions: dict[str, SessionReviewState] = {}
     for session_id, raw_session in raw_sessions.items():
@@ -480,8 +492,97 @@ def review_state_from_json(obj: JsonValue) -> ReviewState | None:
 
 
 def serialize_review_state(state: ReviewState) -> str:
-    """The file's text, `JSON.stringify(state, null, 2) + "\\n"`, for an atomic write."""
-    return json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+    """The file's text, `JSON.stringify(state, null, 2) + "\\n"`, for an atomic write.
+
+    Byte for byte what JavaScript writes: members in JavaScript's property
+    order (integer-like keys such as a session id "10" first, ascending),
+    strings escaped as `JSON.stringify` escapes them (a lone surrogate as
+    `\\uXXXX`, other non-ASCII as it is), and each entry's keys in the §4.3
+    order.
+    """
+    return _indented(js_json_stringify(_state_to_json(state)), "  ") + "\n"
+
+
+def _state_to_json(state: ReviewState) -> JsonObject:
+    """The state as a plain JSON object, its keys in the §4.3 order."""
+    return {
+        "lastRunAt": state["lastRunAt"],
+        "sessions": {
+            session_id: _session_to_json(session)
+            for session_id, session in state["sessions"].items()
+        },
+    }
+
+
+def _session_to_json(session: SessionReviewState) -> JsonObject:
+    obj: JsonObject = {
+        "applied": {
+            consumer: {
+                "spanId": entry["spanId"],
+                "endUuid": entry["endUuid"],
+                "endIndex": entry["endIndex"],
+                "prefixHash": entry["prefixHash"],
+                "at": entry["at"],
+            }
+            for consumer, entry in session["applied"].items()
+        },
+        "titleOwner": session["titleOwner"],
+        "titleHash": session["titleHash"],
+        "attempts": session["attempts"],
+    }
+    if "failedSpanId" in session:
+        obj["failedSpanId"] = session["failedSpanId"]
+    return obj
+
+
+def _indented(compact: str, gap: str) -> str:
+    """Compact `JSON.stringify` output laid out as `JSON.stringify(value, null, gap)` lays it out.
+
+    ECMAScript's SerializeJSONObject and SerializeJSONArray with a gap: a
+    non-empty object or array puts each member on a line of its own, one gap
+    deeper, and its closing bracket on a line of its own at the outer depth; a
+    member's `:` is followed by one space; `{}` and `[]` stay as they are. The
+    compact text holds no whitespace outside strings, so laying it out touches
+    nothing but the punctuation outside strings.
+    """
+    pieces: list[str] = []
+    depth = 0
+    in_string = False
+    escaped = False
+    for position, character in enumerate(compact):
+        if in_string:
+            pieces.append(character)
+            # A backslash escapes the next character; an unescaped quote ends the string.
+            if escaped:
+                escaped = False
+            elif character == "\\":
+                escaped = True
+            elif character == '"':
+                in_string = False
+        elif character == '"':
+            in_string = True
+            pieces.append(character)
+        elif character in "{[":
+            # An empty object or array stays on one line.
+            if compact[position + 1] in "}]":
+                pieces.append(character)
+            else:
+                depth += 1
+                pieces.append(character + "\n" + gap * depth)
+        elif character in "}]":
+            # The close of an empty object or array.
+            if compact[position - 1] in "{[":
+                pieces.append(character)
+            else:
+                depth -= 1
+                pieces.append("\n" + gap * depth + character)
+        elif character == ",":
+            pieces.append(",\n" + gap * depth)
+        elif character == ":":
+            pieces.append(": ")
+        else:
+            pieces.append(character)
+    return "".join(pieces)
 
 
 # ---------------------------------------------------------------------------
@@ -552,10 +653,23 @@ def state_after_already_applied(
     """The husk already carries this span (§4.7 step 6): catch the journal up, no model call.
 
     The journal advances to `applied` (`applied_span_for` of the span; when that
-    is None nothing changes), the title owner is re-derived from the live title
-    — so losing the journal does not lose the fact that we wrote the title on
-    the card — with the hash of the live title when the owner is `generated`,
-    and attempts return to 0.
+    is None nothing changes) and attempts return to 0. The title owner is
+    re-derived by `resolve_title_owner` from the *saved* owner and hash and the
+    live title (§4.6); when it comes out `generated`, the hash becomes that of
+    the live title, otherwise the saved hash stays.
+
+    This does **not** recover a title written by the run that died: that run
+    saved neither its owner nor its hash, and the card does not say who wrote
+    its title (`review-span` names the span, not the title). So a title that
+    run wrote reads as a hand edit, `manual`, and the pass never retitles the
+    session again — unless the saved state recognises it anyway (it equals the
+    title the saved hash names or, with no saved hash, the first-message
+    snippet). A lost or unreadable state file (a fresh session state) does the
+    same to every title but the snippet. Erring this way never overwrites a
+    person's title ("A title you set by hand wins permanently"): the cost is a
+    machine title frozen, never a human one clobbered. The original does
+    exactly this; it narrows the window instead, by saving the state after
+    every session (§4.7 step 9).
     """
     # No boundary identity: there is nothing to record.
     if applied is None:

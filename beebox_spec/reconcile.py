@@ -10,9 +10,11 @@ A send is answered 200 once it is **recorded**: the box writes a
 writes the *transcript* later. The two are never compared on the server; the
 client joins them. The flow this module follows, top to bottom:
 
-1. **Attribution** (`inject_user_attr`). Before recording, the send route adds
-   `user="…" user-email="…"` to the message's opening `<typed>`/`<speech>` tag,
-   unless the message is a slash command (it starts with `/`).
+1. **Attribution** (`inject_user_attr`, read back by `user_identity`). Before
+   recording, the send route adds `user="…" user-email="…"` to the message's
+   opening `<typed>`/`<speech>` tag, right after the tag name, unless the
+   message is a slash command (it starts with `/`). The reader takes the first
+   such attribute, so the sender the server names always wins.
 2. **Reading the acceptance record** (`read_accepted_messages`). Of the last
    `ACCEPTED_SCAN_LIMIT` bus rows (oldest first), keep those of the session
    asked about, visible to the asking user, and accepted no longer than
@@ -42,6 +44,28 @@ strings read by `parse_iso_timestamp` to the millisecond, as JavaScript's
 
 The patterns here are ASCII-only, as JavaScript's are: `\\d` is `[0-9]` and a
 word boundary `\\b` sees only `[A-Za-z0-9_]` as word characters.
+
+**Departures from the original, in attribution (security).** The original
+escapes only `"` in the values it injects, while its reader decodes `&amp;`
+too, and its reader takes the *last* `user="…"` of the tag while the injection
+puts the sender *first*; a client that typed `<typed user="mallory">` was read
+as mallory. Here:
+
+- The values are escaped as an XML attribute value is, `&` first
+  (`&amp;`, `&quot;`, `&lt;`, `&gt;`), and the reader decodes exactly those four
+  in one pass, so every name and email reads back exactly as it was injected.
+  Escaping `>` also keeps the tag whole for every `[^>]*` reader of it
+  (`normalize_for_compare`, the review's wrapper stripping).
+- The reader takes the *first* matching attribute of the first tag that has
+  one: the injected sender.
+- Injection first removes the `user="…"` and `user-email="…"` attributes the
+  client wrote into that opening tag, so an attributed message names one
+  sender only, for the reader and for the agent alike. The sources say what
+  is added, not that the client's own attributes stay.
+
+A message that is not attributed (a slash command, or one that does not start
+with a `<typed>`/`<speech>` tag) is recorded as sent; whatever identity
+attributes it carries are read as they stand, as in the original.
 """
 
 from __future__ import annotations
@@ -49,7 +73,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Literal, TypedDict
+from typing import Final, Literal, TypedDict
 
 from beebox_spec.entries import (
     IMAGE_NOT_DISPLAYED,
@@ -60,6 +84,7 @@ from beebox_spec.entries import (
     entry_text,
 )
 from beebox_spec.errors import InvariantError
+from beebox_spec.javascript import JS_SPACE_CLASS
 
 __all__ = [
     "ACCEPTED_SCAN_LIMIT",
@@ -118,11 +143,23 @@ _LEADING_TYPED_OR_SPEECH_TAG = re.compile(r"^(<(?:typed|speech)\b)([^>]*>)", re.
 
 # §2.2 via the original's `userIdentity` (`cli/lib/session-entry.ts`): an
 # identity attribute of the first `<typed>`/`<speech>`/`<external-input>` tag
-# that carries it.
-_USER_ATTR = re.compile(r'<(?:typed|speech|external-input)\b[^>]*\buser="([^"]*)"', re.ASCII)
+# that carries it. The `[^>]*?` is lazy (ours): the *first* such attribute of
+# the tag, which is where injection puts the sender; the original's greedy
+# `[^>]*` found the last one, which a client could write.
+_USER_ATTR = re.compile(r'<(?:typed|speech|external-input)\b[^>]*?\buser="([^"]*)"', re.ASCII)
 _USER_EMAIL_ATTR = re.compile(
-    r'<(?:typed|speech|external-input)\b[^>]*\buser-email="([^"]*)"', re.ASCII
+    r'<(?:typed|speech|external-input)\b[^>]*?\buser-email="([^"]*)"', re.ASCII
 )
+
+# Ours: a `user="…"` or `user-email="…"` attribute of the tag a client sent,
+# with the whitespace before it; removed before the sender is injected.
+_CLIENT_IDENTITY_ATTR = re.compile(JS_SPACE_CLASS + r'+(?:user|user-email)="[^"]*"')
+
+# Ours: an attribute value escaped as XML escapes one, `&` first so the escape
+# can be undone; `user_identity` decodes exactly these four.
+_ATTRIBUTE_ESCAPES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"))
+_ATTRIBUTE_ENTITY = re.compile("|".join(entity for _, entity in _ATTRIBUTE_ESCAPES))
+_ATTRIBUTE_UNESCAPES: Final = {entity: character for character, entity in _ATTRIBUTE_ESCAPES}
 
 # ---------------------------------------------------------------------------
 # Timestamps
@@ -216,8 +253,15 @@ def normalize_for_compare(text: str) -> str:
 
 
 def _escape_attribute(value: str) -> str:
-    """The value as the original writes it inside `"…"`: only `"` is escaped."""
-    return value.replace('"', "&quot;")
+    """The value as it is written inside `"…"`: `&`, `"`, `<`, `>` as XML escapes them."""
+    for character, entity in _ATTRIBUTE_ESCAPES:
+        value = value.replace(character, entity)
+    return value
+
+
+def _unescape_attribute(value: str) -> str:
+    """The value `_escape_attribute` was given: its four entities decoded in one pass."""
+    return _ATTRIBUTE_ENTITY.sub(lambda match: _ATTRIBUTE_UNESCAPES[match[0]], value)
 
 
 def inject_user_attr(message: str, email: str, name: str) -> str:
@@ -225,9 +269,11 @@ def inject_user_attr(message: str, email: str, name: str) -> str:
 
     When the message *starts* with a `<typed …>` or `<speech …>` tag, inserts
     ` user="<name>" user-email="<email>"` right after the tag name, before any
-    attributes the tag already has; `"` in either value is written `&quot;`.
-    A slash command (a message starting with `/`) is left alone, as is a
-    message that does not start with such a tag. The values are inserted
+    attributes the tag already has, and removes the tag's own `user="…"` and
+    `user-email="…"` attributes, which only the client can have written (ours).
+    Both values are escaped by `_escape_attribute` (ours: the original escapes
+    only `"`). A slash command (a message starting with `/`) is left alone, as
+    is a message that does not start with such a tag. The values are inserted
     literally (the original builds a JavaScript replacement string, where a `$`
     in a name would be read as a pattern; that is not part of the rule).
     """
@@ -235,9 +281,13 @@ def inject_user_attr(message: str, email: str, name: str) -> str:
     if message.startswith("/"):
         return message
     attributes = f' user="{_escape_attribute(name)}" user-email="{_escape_attribute(email)}"'
-    return _LEADING_TYPED_OR_SPEECH_TAG.sub(
-        lambda match: match[1] + attributes + match[2], message, count=1
-    )
+
+    def attributed(match: re.Match[str]) -> str:
+        # The client's own identity attributes go: only the server names the sender.
+        rest = _CLIENT_IDENTITY_ATTR.sub("", match[2])
+        return match[1] + attributes + rest
+
+    return _LEADING_TYPED_OR_SPEECH_TAG.sub(attributed, message, count=1)
 
 
 def user_identity(
@@ -245,10 +295,12 @@ def user_identity(
 ) -> str | None:
     """The `user` or `user-email` attribute a message's tag carries, decoded; None if absent.
 
-    Reads the first text block only, and the first `<typed>`, `<speech>` or
-    `<external-input>` tag in it that carries the attribute. `&quot;` then
-    `&amp;` are decoded. An empty value counts as absent. (The original's
-    `userIdentity`, shared with the transcript read.)
+    Reads the first text block only: the first `<typed>`, `<speech>` or
+    `<external-input>` tag in it that carries the attribute, and the first
+    such attribute in that tag (on an attributed message, the one injection
+    wrote). The value is decoded by `_unescape_attribute`, so it reads back
+    exactly what `inject_user_attr` was given. An empty value counts as
+    absent. (The original's `userIdentity`, shared with the transcript read.)
     """
     first_text = next(
         (block.get("text", "") for block in content if block.get("type") == "text"), ""
@@ -258,7 +310,7 @@ def user_identity(
     # An absent or empty attribute names nobody.
     if match is None or match[1] == "":
         return None
-    return match[1].replace("&quot;", '"').replace("&amp;", "&")
+    return _unescape_attribute(match[1])
 
 
 # ---------------------------------------------------------------------------

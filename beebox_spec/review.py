@@ -67,7 +67,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final, Literal, TypedDict, TypeGuard
 
-from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
+from beebox_spec.entries import JsonValue, SessionEntry
 from beebox_spec.errors import InvariantError, SpecRejection
 from beebox_spec.javascript import (
     JS_SPACE_CLASS,
@@ -88,7 +88,6 @@ __all__ = [
     "NOTES_MAX",
     "NOTE_KINDS",
     "NOTE_MAX",
-    "PARSE_LIMIT",
     "QUIESCENCE",
     "REDACTED_CREDENTIAL",
     "REVIEWER_MAX_BUDGET_USD",
@@ -280,7 +279,7 @@ def _is_json_object(value: JsonValue) -> TypeGuard[dict[str, JsonValue]]:
 def real_user_turn_text(line: JsonValue) -> str | None:
     """The text of a transcript line when it is a turn the person took, else None (§4.2 step 4).
 
-    `line` is one transcript line as `json.loads` read it (unparsable lines
+    `line` is one transcript line as `parse_json_text` read it (unparsable lines
     never get here). It counts when all of these hold:
 
     - it is an object of `type` "user" with a `message` object;
@@ -290,6 +289,11 @@ def real_user_turn_text(line: JsonValue) -> str | None:
       one block of non-blank text: a tool_result-only turn has none;
     - the non-blank texts, joined by "\\n" and trimmed, are neither plumbing,
       nor a compaction summary by its opening words, nor only self-notes.
+
+    Plumbing is decided by `beebox_spec.transcript.is_plumbing_message`, the
+    history read's rule. Its two strings, "Tool loaded." and "Todos have been
+    modified…", are read off the original's code (`isPlumbingMessage`), not
+    the spec sources: §4.2 says only that plumbing is excluded.
 
     The returned text is that joined, trimmed text. A block's `text` must be a
     string (JavaScript would coerce other values with `String()`; transcripts
@@ -367,8 +371,9 @@ QUIESCENCE: Final = timedelta(minutes=30)
 REVIEW_CHAR_THRESHOLD: Final = 6_000
 # §4.2: real user turns in the whole session needed before it is reviewed at all.
 REVIEW_MIN_USER_TURNS: Final = 2
-# §4.2: page size of the span walk and the most entries one review folds in.
-PARSE_LIMIT: Final = MAX_SESSION_ENTRIES
+# §4.2's `PARSE_LIMIT` (the span walk's page size, the most entries one review
+# folds in) is `beebox_spec.journal.resolve_span`'s `limit`, whose default is
+# `MAX_SESSION_ENTRIES`; it is not repeated here.
 
 
 class SkipReason(StrEnum):
@@ -531,8 +536,8 @@ def order_for_review(sessions: Iterable[QualifiedSession]) -> list[QualifiedSess
 MAX_RENDERED_CHARS: Final = 40_000
 
 
-def _render_entry(entry: SessionEntry) -> str:
-    """One entry: its role header, then one line per visible text or tool call."""
+def _render_lines(entry: SessionEntry) -> list[str]:
+    """One entry's lines: its role header, then one per visible text or tool call."""
     is_user = entry["type"] == "user"
     lines = [f"**{'User' if is_user else 'Agent'}** ({entry['timestamp']})"]
     for block in entry["content"]:
@@ -549,19 +554,20 @@ def _render_entry(entry: SessionEntry) -> str:
             summary = block.get("inputSummary", "")
             lines.append(f"→ {tool}: {summary}" if summary else f"→ {tool}")
         # tool_result, thinking and image blocks add nothing.
-    return "\n".join(lines)
+    return lines
 
 
 def render_entries(entries: Sequence[SessionEntry]) -> str:
     """Dialogue plus one-line tool summaries, uncapped (the original's `renderEntries`).
 
-    Only `user` and `assistant` entries render; an entry whose render is its
-    header alone (no newline) is dropped; entries are joined by
-    "\\n\\n---\\n\\n".
+    Only `user` and `assistant` entries render, each as its lines joined by
+    "\\n"; an entry that renders to its header line alone is dropped (counted
+    in lines, not by looking for a newline: a timestamp may hold one); entries
+    are joined by "\\n\\n---\\n\\n".
     """
-    rendered = [_render_entry(entry) for entry in entries if entry["type"] in ("user", "assistant")]
+    rendered = [_render_lines(entry) for entry in entries if entry["type"] in ("user", "assistant")]
     # A header alone means nothing visible survived.
-    return "\n\n---\n\n".join(text for text in rendered if "\n" in text)
+    return "\n\n---\n\n".join("\n".join(lines) for lines in rendered if len(lines) > 1)
 
 
 def elide_middle(text: str, max: int = MAX_RENDERED_CHARS) -> str:

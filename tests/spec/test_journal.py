@@ -48,6 +48,7 @@ from beebox_spec.journal import (
 )
 from beebox_spec.review import (
     HuskWritePlan,
+    TitleOwner,
     elide_middle,
     plan_husk_write,
     render_entries,
@@ -551,12 +552,179 @@ def test_state_text_is_json_stringify_with_two_spaces() -> None:
     )
 
 
+# What Node writes for this state with `JSON.stringify(state, null, 2) + "\n"`:
+# integer-like keys first and ascending, then the rest as inserted; a lone
+# surrogate escaped, U+2028 and other non-ASCII as they are; 10**21 as a double.
+JS_STATE: ReviewState = {
+    "lastRunAt": None,
+    "sessions": {
+        "s-b": fresh_session_state(),
+        "10": {
+            "applied": {
+                "2": {
+                    "spanId": "x",
+                    "endUuid": "é\ud800",
+                    "endIndex": 10**21,
+                    "prefixHash": "p",
+                    "at": "t",
+                },
+                METADATA_CONSUMER: {
+                    "spanId": "y",
+                    "endUuid": "u",
+                    "endIndex": -1,
+                    "prefixHash": "p",
+                    "at": "t",
+                },
+            },
+            "titleOwner": "generated",
+            "titleHash": '\u2028"\\\n',
+            "attempts": 2,
+            "failedSpanId": "f",
+        },
+        "2": {"applied": {}, "titleOwner": "manual", "titleHash": "😀", "attempts": 0},
+    },
+}
+JS_STATE_TEXT = """\
+{
+  "lastRunAt": null,
+  "sessions": {
+    "2": {
+      "applied": {},
+      "titleOwner": "manual",
+      "titleHash": "😀",
+      "attempts": 0
+    },
+    "10": {
+      "applied": {
+        "2": {
+          "spanId": "x",
+          "endUuid": "é\\ud800",
+          "endIndex": 1e+21,
+          "prefixHash": "p",
+          "at": "t"
+        },
+        "metadata": {
+          "spanId": "y",
+          "endUuid": "u",
+          "endIndex": -1,
+          "prefixHash": "p",
+          "at": "t"
+        }
+      },
+      "titleOwner": "generated",
+      "titleHash": "\u2028\\"\\\\\\n",
+      "attempts": 2,
+      "failedSpanId": "f"
+    },
+    "s-b": {
+      "applied": {},
+      "titleOwner": "unmanaged",
+      "titleHash": null,
+      "attempts": 0
+    }
+  }
+}
+"""
+
+
+def test_state_text_is_what_javascript_writes() -> None:
+    assert serialize_review_state(JS_STATE) == JS_STATE_TEXT
+
+
+def test_state_keys_are_written_in_the_journal_order() -> None:
+    # However a session's dict was built, the file lists its keys as §4.3 does.
+    session: SessionReviewState = {
+        "attempts": 0,
+        "titleHash": None,
+        "titleOwner": "unmanaged",
+        "applied": {},
+    }
+    text = serialize_review_state({"lastRunAt": None, "sessions": {"s": session}})
+    assert text == serialize_review_state(
+        {"lastRunAt": None, "sessions": {"s": fresh_session_state()}}
+    )
+
+
+SAFE_TEXT = st.text(max_size=6)
+# Text JavaScript and Python's json write alike: no lone surrogates (st.text
+# has none) and no key that reads as an array index.
+PLAIN_KEY = SAFE_TEXT.filter(lambda key: not key.isascii() or not key.isdigit())
+APPLIED_SPANS = st.builds(
+    lambda span, end_uuid, end_index, prefix, at: AppliedSpan(
+        spanId=span, endUuid=end_uuid, endIndex=end_index, prefixHash=prefix, at=at
+    ),
+    SAFE_TEXT,
+    SAFE_TEXT,
+    st.integers(-1, 2**53),
+    SAFE_TEXT,
+    SAFE_TEXT,
+)
+TITLE_OWNERS: st.SearchStrategy[TitleOwner] = st.sampled_from(["unmanaged", "generated", "manual"])
+
+
+def session_states(keys: st.SearchStrategy[str]) -> st.SearchStrategy[SessionReviewState]:
+    def build(
+        applied: dict[str, AppliedSpan],
+        owner: TitleOwner,
+        title_hash: str | None,
+        attempts: int,
+        failed: str | None,
+    ) -> SessionReviewState:
+        session = SessionReviewState(
+            applied=applied, titleOwner=owner, titleHash=title_hash, attempts=attempts
+        )
+        if failed is not None:
+            session["failedSpanId"] = failed
+        return session
+
+    return st.builds(
+        build,
+        st.dictionaries(keys, APPLIED_SPANS, max_size=2),
+        TITLE_OWNERS,
+        st.none() | SAFE_TEXT,
+        st.integers(0, 5),
+        st.none() | SAFE_TEXT,
+    )
+
+
+def review_states(keys: st.SearchStrategy[str]) -> st.SearchStrategy[ReviewState]:
+    return st.builds(
+        lambda last_run_at, sessions: ReviewState(lastRunAt=last_run_at, sessions=sessions),
+        st.none() | SAFE_TEXT,
+        st.dictionaries(keys, session_states(keys), max_size=3),
+    )
+
+
+@given(review_states(PLAIN_KEY))
+def test_state_text_matches_pythons_json_where_the_two_agree(state: ReviewState) -> None:
+    assert serialize_review_state(state) == json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+
+
+# Any text at all, lone surrogates and integer-like keys included.
+ANY_TEXT = st.text(st.characters(), max_size=6) | st.integers(0, 20).map(str)
+
+
+@given(review_states(ANY_TEXT))
+def test_any_state_round_trips_through_its_text(state: ReviewState) -> None:
+    assert parse_review_state(serialize_review_state(state)) == (state, None)
+
+
 def test_missing_file_is_a_fresh_state() -> None:
     assert parse_review_state(None) == (fresh_review_state(), "missing")
 
 
 @pytest.mark.parametrize(
-    "text", ["", "{", "{'a': 1}", '{"lastRunAt": NaN, "sessions": {}}', "\ufeff{}"]
+    "text",
+    [
+        "",
+        "{",
+        "{'a': 1}",
+        '{"lastRunAt": NaN, "sessions": {}}',
+        '{"lastRunAt": null, "sessions": {}, "x": -Infinity}',
+        "\ufeff{}",
+        pytest.param("[" * 100_000 + "]" * 100_000, id="nested 100,000 deep"),
+        pytest.param("[" * 100_000, id="100,000 unclosed brackets"),
+    ],
 )
 def test_unparsable_file_is_a_fresh_state(text: str) -> None:
     assert parse_review_state(text) == (fresh_review_state(), "invalid-json")
@@ -589,6 +757,7 @@ def sample_with(
         pytest.param(
             sample_with(["sessions", "s1", "titleHash"], delete=True), id="titleHash missing"
         ),
+        pytest.param(sample_with(["sessions", "s1", "titleHash"], 0), id="titleHash a number"),
         pytest.param(sample_with(["sessions", "s1", "attempts"], True), id="attempts a boolean"),
         pytest.param(sample_with(["sessions", "s1", "attempts"], 1.5), id="attempts fractional"),
         pytest.param(sample_with(["sessions", "s1", "failedSpanId"], None), id="failedSpanId null"),
@@ -725,6 +894,21 @@ def test_rejected_write_counts_a_failure_and_keeps_the_journal() -> None:
     assert after["applied"] == {}
     assert (after["attempts"], after.get("failedSpanId")) == (1, "span-1")
     assert (after["titleOwner"], after["titleHash"]) == ("generated", content_hash("Keene"))
+
+
+def test_a_title_written_by_a_run_that_died_reads_as_a_hand_edit() -> None:
+    """§4.7 step 6 re-derives the owner from the saved state, which never saw that title."""
+    # Night one wrote "Keene" and saved; night two wrote "Keene, July" and the
+    # husk's `review-span`, then died before saving the state.
+    saved = state_after_write(fresh_session_state(), APPLIED, WRITTEN, "span-1")
+    repaired = state_after_already_applied(saved, APPLIED, "Keene, July", None)
+    assert (repaired["titleOwner"], repaired["titleHash"]) == ("manual", content_hash("Keene"))
+    # A title the saved hash still names stays ours.
+    kept = state_after_already_applied(saved, APPLIED, "Keene", None)
+    assert (kept["titleOwner"], kept["titleHash"]) == ("generated", content_hash("Keene"))
+    # A lost state file: every title but the first-message snippet reads as a person's.
+    lost = state_after_already_applied(fresh_session_state(), APPLIED, "Keene", "hi there")
+    assert (lost["titleOwner"], lost["titleHash"]) == ("manual", None)
 
 
 def test_whole_state_updates_are_pure() -> None:

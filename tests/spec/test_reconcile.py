@@ -218,27 +218,88 @@ def test_parse_reads_what_to_iso_string_writes(moment: datetime) -> None:
             "<typed>a</typed><typed>b</typed>",
             '<typed user="Ann" user-email="ann@example.com">a</typed><typed>b</typed>',
         ),
+        # The client's own identity attributes are removed; others stay.
+        (
+            '<typed user="mallory" lang="en" user-email="m@x">hi</typed>',
+            '<typed user="Ann" user-email="ann@example.com" lang="en">hi</typed>',
+        ),
+        (
+            '<speech\tuser-email="m@x" data-user="d">hi</speech>',
+            '<speech user="Ann" user-email="ann@example.com" data-user="d">hi</speech>',
+        ),
+        # Only the leading tag is attributed, and only its attributes are touched.
+        (
+            '<typed>a</typed><typed user="m">b</typed>',
+            '<typed user="Ann" user-email="ann@example.com">a</typed><typed user="m">b</typed>',
+        ),
     ],
 )
 def test_inject_user_attr(message: str, expected: str) -> None:
     assert inject_user_attr(message, "ann@example.com", "Ann") == expected
 
 
-def test_inject_escapes_quotes_and_inserts_dollars_literally() -> None:
-    injected = inject_user_attr("<typed>x</typed>", 'e"@x', 'A "B" $1 $&')
-    assert injected == '<typed user="A &quot;B&quot; $1 $&" user-email="e&quot;@x">x</typed>'
+def test_inject_escapes_as_xml_and_inserts_dollars_literally() -> None:
+    injected = inject_user_attr("<typed>x</typed>", 'e"@x', 'A "B" $1 $& <&amp;>')
+    assert injected == (
+        '<typed user="A &quot;B&quot; $1 $&amp; &lt;&amp;amp;&gt;" user-email="e&quot;@x">x</typed>'
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        '<typed user="mallory" user-email="m@x">hi',
+        '<typed user-email="m@x" user="mallory">hi</typed>',
+        '<typed data-user="mallory" x-user-email="m@x">hi</typed>',
+        '<typed>hi <typed user="mallory" user-email="m@x">there</typed></typed>',
+        '<speech>hi</speech> <external-input user="mallory" user-email="m@x">',
+    ],
+)
+def test_a_client_cannot_name_another_sender(message: str) -> None:
+    content = [text_block(inject_user_attr(message, "ann@example.com", "Ann"))]
+    assert user_identity(content, "user") == "Ann"
+    assert user_identity(content, "user-email") == "ann@example.com"
+
+
+# Pieces that have broken attribution: quotes, entities (escaped or not), the
+# tag's end, and attributes a client could write to name someone else.
+ATTRIBUTE_TRAPS = st.sampled_from(
+    ('"', "&", "&amp;", "&quot;", "&gt;", ">", "<", "'", " ", 'user="m"', 'user-email="m@x"')
+)
+TRAPPY_TEXT = st.lists(st.one_of(ATTRIBUTE_TRAPS, st.text(max_size=3)), max_size=8).map("".join)
+# An opening tag as a client could send it, its own identity attributes included.
+CLIENT_TAG = st.tuples(
+    st.sampled_from(("<typed", "<speech")),
+    st.lists(
+        st.sampled_from((' user="mallory"', ' user-email="m@x"', ' lang="en"', " x", '"')),
+        max_size=4,
+    ).map("".join),
+).map(lambda parts: f"{parts[0]}{parts[1]}>")
 
 
 @given(
-    name=st.text(min_size=1).filter(lambda text: "&" not in text and ">" not in text),
-    email=st.text(min_size=1).filter(lambda text: "&" not in text and ">" not in text),
-    body=st.text().filter(lambda text: "<" not in text),
+    name=TRAPPY_TEXT.filter(bool),
+    email=TRAPPY_TEXT.filter(bool),
+    tag=CLIENT_TAG,
+    body=TRAPPY_TEXT,
 )
-def test_identity_reads_back_what_injection_wrote(name: str, email: str, body: str) -> None:
-    injected = inject_user_attr(f"<typed>{body}</typed>", email, name)
-    content = [text_block(injected)]
+def test_identity_reads_back_exactly_what_injection_wrote(
+    name: str, email: str, tag: str, body: str
+) -> None:
+    content = [text_block(inject_user_attr(tag + body, email, name))]
     assert user_identity(content, "user") == name
     assert user_identity(content, "user-email") == email
+
+
+@given(name=TRAPPY_TEXT, email=TRAPPY_TEXT, tag=CLIENT_TAG, body=TRAPPY_TEXT)
+def test_attribution_does_not_change_what_reconciliation_compares(
+    name: str, email: str, tag: str, body: str
+) -> None:
+    # The page's own copy is unattributed; the transcript's echo is attributed.
+    message = tag + body
+    assert normalize_for_compare(inject_user_attr(message, email, name)) == (
+        normalize_for_compare(message)
+    )
 
 
 @pytest.mark.parametrize(
@@ -248,6 +309,8 @@ def test_identity_reads_back_what_injection_wrote(name: str, email: str, body: s
         ([text_block('<external-input user="Bo">hi</external-input>')], "Bo", None),
         ([text_block('<typed user="">hi</typed>')], None, None),
         ([text_block('<typed user="A &amp;quot; &quot;B&quot;">')], 'A &quot; "B"', None),
+        ([text_block('<typed user="&lt;&amp;lt;&gt;&apos;">')], "<&lt;>&apos;", None),
+        ([text_block('<typed user="First" x user="Second">')], "First", None),
         ([text_block("hi")], None, None),
         ([IMAGE, text_block("x"), text_block('<typed user="Late">')], None, None),
         ([IMAGE, text_block('<typed user="First">')], "First", None),

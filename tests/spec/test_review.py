@@ -382,6 +382,20 @@ def test_render_strips_user_shells_and_drops_header_only_entries() -> None:
     assert rendered == f"**User** ({T_USER})\nplain words"
 
 
+def test_header_only_is_decided_by_lines_not_by_a_newline() -> None:
+    # A timestamp holding a newline makes a header of two text lines, still a header.
+    only_a_result: SessionEntry = {
+        "uuid": "u4",
+        "type": "user",
+        "timestamp": "2026-07-28\n03:00:00Z",
+        "content": [{"type": "tool_result", "toolUseId": "t", "resultSummary": "ok"}],
+    }
+    assert render_entries([only_a_result]) == ""
+    assert render_entries([only_a_result, user("u5", "hi")]) == f"**User** ({T_USER})\nhi"
+    with_text: SessionEntry = {**only_a_result, "content": [{"type": "text", "text": "hi"}]}
+    assert render_entries([with_text]) == "**User** (2026-07-28\n03:00:00Z)\nhi"
+
+
 def test_render_keeps_agent_markup_and_renders_tools() -> None:
     rendered = render_entries(
         [
