@@ -63,11 +63,12 @@ import decimal
 import json
 import math
 import re
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Final, TypeAlias
 
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.errors import SpecRejection
+from beebox_spec.errors import InvariantError, SpecRejection
 
 __all__ = [
     "JS_SPACE_CLASS",
@@ -84,8 +85,10 @@ __all__ = [
     "js_trim_end",
     "js_trim_start",
     "js_truthy",
+    "parse_iso_timestamp",
     "parse_json_object_or_none",
     "parse_json_text",
+    "to_iso_timestamp",
     "utf8_length",
     "utf16_length",
     "utf16_prefix",
@@ -297,8 +300,18 @@ _JS_ESCAPES: Final = {
 }
 
 
-def js_json_stringify(value: JsonValue) -> str:
-    """`JSON.stringify(value)` as JavaScript writes it for a parsed JSON value."""
+def js_json_stringify(value: JsonValue, indent: int = 0) -> str:
+    """`JSON.stringify(value, null, indent)` as JavaScript writes it for a parsed JSON value.
+
+    With ``indent`` 0 the output is compact. Otherwise (the gap is ``indent``
+    spaces, at most 10) a non-empty array or object puts each member on a line of
+    its own one gap deeper, ``"key": value`` with one space, and its closing
+    bracket on a line of its own; ``[]`` and ``{}`` stay as they are.
+    """
+    return _stringify(value, " " * min(indent, 10), "")
+
+
+def _stringify(value: JsonValue, gap: str, indentation: str) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -309,10 +322,26 @@ def js_json_stringify(value: JsonValue) -> str:
         return _js_number_string(number) if math.isfinite(number) else "null"
     if isinstance(value, str):
         return _js_quote(value)
+    inner = indentation + gap
     if isinstance(value, list):
-        return "[" + ",".join(js_json_stringify(item) for item in value) + "]"
-    members = [f"{_js_quote(key)}:{js_json_stringify(value[key])}" for key in _js_key_order(value)]
-    return "{" + ",".join(members) + "}"
+        items = [_stringify(item, gap, inner) for item in value]
+        return _js_bracket("[", items, "]", gap, indentation)
+    members = [
+        _js_quote(key) + (": " if gap else ":") + _stringify(value[key], gap, inner)
+        for key in _js_key_order(value)
+    ]
+    return _js_bracket("{", members, "}", gap, indentation)
+
+
+def _js_bracket(opening: str, parts: list[str], closing: str, gap: str, indentation: str) -> str:
+    # SerializeJSONArray / SerializeJSONObject: empty stays `[]`/`{}`; a gap puts parts on lines.
+    if not parts:
+        return opening + closing
+    if not gap:
+        return opening + ",".join(parts) + closing
+    inner = indentation + gap
+    separator = ",\n" + inner
+    return f"{opening}\n{inner}{separator.join(parts)}\n{indentation}{closing}"
 
 
 def _js_quote(text: str) -> str:
@@ -367,3 +396,73 @@ def utf16_prefix(text: str, units: int) -> str:
             return text[:position]
         taken += width
     return text
+
+
+# ---------------------------------------------------------------------------
+# Dates: `Date.prototype.toISOString`, and a strict reading of what it writes
+# ---------------------------------------------------------------------------
+
+
+def to_iso_timestamp(now: datetime) -> str:
+    """`now` as JavaScript's `toISOString()` writes it: UTC, milliseconds, "Z"."""
+    # A naive time has no instant: a caller bug.
+    if now.tzinfo is None:
+        raise InvariantError("an ISO timestamp needs a timezone-aware time")
+    utc = now.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+# What Claude Code and JavaScript's `Date.prototype.toISOString` write
+# (`2026-08-01T12:00:00.000Z`), plus the other spellings of the same format:
+# any number of fraction digits (or none) and a numeric UTC offset.
+_ISO_TIMESTAMP = re.compile(
+    r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"
+    r"T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
+    r"(?:\.(?P<fraction>[0-9]+))?"
+    r"(?:(?P<utc>Z)|(?P<sign>[+-])(?P<offset_hour>[0-9]{2}):(?P<offset_minute>[0-9]{2}))"
+)
+
+
+def parse_iso_timestamp(text: str) -> datetime | None:
+    """The instant an ISO-8601 timestamp names, in UTC to the millisecond; None if unreadable.
+
+    Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. The fraction is cut to
+    milliseconds, as JavaScript's `Date.parse` does. Unlike `Date.parse`, which
+    guesses, a timestamp is unreadable here when it names no zone (JavaScript
+    would read the *server's* local time, which a pure rule cannot know), names
+    a day the calendar does not have (`Date.parse` rolls 30 February over into
+    March), or is not in this format at all.
+    """
+    match = _ISO_TIMESTAMP.fullmatch(text)
+    # The whole string must be one timestamp in the format above.
+    if match is None:
+        return None
+    fraction = match["fraction"] or ""
+    milliseconds = int((fraction + "000")[:3])
+    try:
+        # The date and the time of day must exist (no month 13, no 24:00, no 61st second).
+        local = datetime(
+            int(match["year"]),
+            int(match["month"]),
+            int(match["day"]),
+            int(match["hour"]),
+            int(match["minute"]),
+            int(match["second"]),
+            milliseconds * 1000,
+            tzinfo=UTC,
+        )
+    except ValueError:
+        return None
+    if match["utc"] is not None:
+        return local
+    offset_hours = int(match["offset_hour"])
+    offset_minutes = int(match["offset_minute"])
+    # A UTC offset is at most 23:59.
+    if offset_hours > 23 or offset_minutes > 59:
+        return None
+    offset = timedelta(hours=offset_hours, minutes=offset_minutes)
+    try:
+        # The instant must fall within the years 1 to 9999.
+        return local - offset if match["sign"] == "+" else local + offset
+    except OverflowError:
+        return None

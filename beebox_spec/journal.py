@@ -60,13 +60,16 @@ implementation walks the transcript in pages and folds the hash as it goes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Literal, NamedTuple, NotRequired, TypedDict
 
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonObject, JsonValue, SessionEntry
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import UnparsableJson, js_json_stringify, parse_json_text
+from beebox_spec.javascript import (
+    UnparsableJson,
+    js_json_stringify,
+    parse_json_text,
+)
 from beebox_spec.review import (
     BootstrapReason,
     HuskWritePlan,
@@ -109,7 +112,6 @@ __all__ = [
     "state_after_reviewer_failure",
     "state_after_run",
     "state_after_write",
-    "to_iso_timestamp",
     "with_session",
 ]
 
@@ -287,15 +289,6 @@ def span_id_for(session_id: str, span: ResolvedSpan) -> str | None:
     if not span["entries"] or span["endPrefixHash"] is None:
         return None
     return span_id(session_id, span["entries"][-1]["uuid"], span["endPrefixHash"])
-
-
-def to_iso_timestamp(now: datetime) -> str:
-    """`now` as JavaScript's `toISOString()` writes it: UTC, milliseconds, "Z"."""
-    # A naive time has no instant: a caller bug.
-    if now.tzinfo is None:
-        raise InvariantError("an ISO timestamp needs a timezone-aware time")
-    utc = now.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 def applied_span_for(session_id: str, span: ResolvedSpan, now_iso: str) -> AppliedSpan | None:
@@ -500,7 +493,7 @@ def serialize_review_state(state: ReviewState) -> str:
     `\\uXXXX`, other non-ASCII as it is), and each entry's keys in the §4.3
     order.
     """
-    return _indented(js_json_stringify(_state_to_json(state)), "  ") + "\n"
+    return js_json_stringify(_state_to_json(state), indent=2) + "\n"
 
 
 def _state_to_json(state: ReviewState) -> JsonObject:
@@ -533,56 +526,6 @@ def _session_to_json(session: SessionReviewState) -> JsonObject:
     if "failedSpanId" in session:
         obj["failedSpanId"] = session["failedSpanId"]
     return obj
-
-
-def _indented(compact: str, gap: str) -> str:
-    """Compact `JSON.stringify` output laid out as `JSON.stringify(value, null, gap)` lays it out.
-
-    ECMAScript's SerializeJSONObject and SerializeJSONArray with a gap: a
-    non-empty object or array puts each member on a line of its own, one gap
-    deeper, and its closing bracket on a line of its own at the outer depth; a
-    member's `:` is followed by one space; `{}` and `[]` stay as they are. The
-    compact text holds no whitespace outside strings, so laying it out touches
-    nothing but the punctuation outside strings.
-    """
-    pieces: list[str] = []
-    depth = 0
-    in_string = False
-    escaped = False
-    for position, character in enumerate(compact):
-        if in_string:
-            pieces.append(character)
-            # A backslash escapes the next character; an unescaped quote ends the string.
-            if escaped:
-                escaped = False
-            elif character == "\\":
-                escaped = True
-            elif character == '"':
-                in_string = False
-        elif character == '"':
-            in_string = True
-            pieces.append(character)
-        elif character in "{[":
-            # An empty object or array stays on one line.
-            if compact[position + 1] in "}]":
-                pieces.append(character)
-            else:
-                depth += 1
-                pieces.append(character + "\n" + gap * depth)
-        elif character in "}]":
-            # The close of an empty object or array.
-            if compact[position - 1] in "{[":
-                pieces.append(character)
-            else:
-                depth -= 1
-                pieces.append("\n" + gap * depth + character)
-        elif character == ",":
-            pieces.append(",\n" + gap * depth)
-        elif character == ":":
-            pieces.append(": ")
-        else:
-            pieces.append(character)
-    return "".join(pieces)
 
 
 # ---------------------------------------------------------------------------

@@ -84,7 +84,7 @@ from beebox_spec.entries import (
     entry_text,
 )
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import JS_SPACE_CLASS
+from beebox_spec.javascript import JS_SPACE_CLASS, parse_iso_timestamp
 
 __all__ = [
     "ACCEPTED_SCAN_LIMIT",
@@ -102,7 +102,6 @@ __all__ = [
     "matches_user",
     "merge_accepted_into_pending",
     "normalize_for_compare",
-    "parse_iso_timestamp",
     "read_accepted_messages",
     "reconcile_pending",
     "user_identity",
@@ -164,61 +163,6 @@ _ATTRIBUTE_UNESCAPES: Final = {entity: character for character, entity in _ATTRI
 # ---------------------------------------------------------------------------
 # Timestamps
 # ---------------------------------------------------------------------------
-
-# What Claude Code and JavaScript's `Date.prototype.toISOString` write
-# (`2026-08-01T12:00:00.000Z`), plus the other spellings of the same format:
-# any number of fraction digits (or none) and a numeric UTC offset.
-_ISO_TIMESTAMP = re.compile(
-    r"(?P<year>[0-9]{4})-(?P<month>[0-9]{2})-(?P<day>[0-9]{2})"
-    r"T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
-    r"(?:\.(?P<fraction>[0-9]+))?"
-    r"(?:(?P<utc>Z)|(?P<sign>[+-])(?P<offset_hour>[0-9]{2}):(?P<offset_minute>[0-9]{2}))"
-)
-
-
-def parse_iso_timestamp(text: str) -> datetime | None:
-    """The instant an ISO-8601 timestamp names, in UTC to the millisecond; None if unreadable.
-
-    Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. The fraction is cut to
-    milliseconds, as JavaScript's `Date.parse` does. Unlike `Date.parse`, which
-    guesses, a timestamp is unreadable here when it names no zone (JavaScript
-    would read the *server's* local time, which a pure rule cannot know), names
-    a day the calendar does not have (`Date.parse` rolls 30 February over into
-    March), or is not in this format at all.
-    """
-    match = _ISO_TIMESTAMP.fullmatch(text)
-    # The whole string must be one timestamp in the format above.
-    if match is None:
-        return None
-    fraction = match["fraction"] or ""
-    milliseconds = int((fraction + "000")[:3])
-    try:
-        # The date and the time of day must exist (no month 13, no 24:00, no 61st second).
-        local = datetime(
-            int(match["year"]),
-            int(match["month"]),
-            int(match["day"]),
-            int(match["hour"]),
-            int(match["minute"]),
-            int(match["second"]),
-            milliseconds * 1000,
-            tzinfo=UTC,
-        )
-    except ValueError:
-        return None
-    if match["utc"] is not None:
-        return local
-    offset_hours = int(match["offset_hour"])
-    offset_minutes = int(match["offset_minute"])
-    # A UTC offset is at most 23:59.
-    if offset_hours > 23 or offset_minutes > 59:
-        return None
-    offset = timedelta(hours=offset_hours, minutes=offset_minutes)
-    try:
-        # The instant must fall within the years 1 to 9999.
-        return local - offset if match["sign"] == "+" else local + offset
-    except OverflowError:
-        return None
 
 
 def _to_milliseconds(moment: datetime) -> datetime:

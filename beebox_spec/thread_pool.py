@@ -61,6 +61,7 @@ from datetime import datetime, timedelta
 from typing import Literal, TypeAlias, TypedDict, assert_never
 
 from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.javascript import parse_iso_timestamp, to_iso_timestamp
 from beebox_spec.lifecycle import (
     IDLE,
     Lifecycle,
@@ -74,7 +75,6 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
-from beebox_spec.reconcile import parse_iso_timestamp
 from beebox_spec.run_protocol import (
     CloseRun,
     RunClosed,
@@ -472,7 +472,7 @@ def record_after_success(
     record: ThreadRecord | None, session_id: str, now: datetime
 ) -> ThreadRecord:
     """The thread's record after a successful turn on ``session_id``."""
-    stamp = now.isoformat()
+    stamp = to_iso_timestamp(now)
     # A new (or rotated) session starts a new record.
     if record is None or record["sessionId"] != session_id:
         return ThreadRecord(sessionId=session_id, createdAt=stamp, lastUsedAt=stamp, messageCount=1)

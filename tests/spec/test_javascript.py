@@ -297,3 +297,12 @@ def test_lengths_agree_with_node() -> None:
     )
     found = run_node(script, texts)
     assert found == [[utf16_length(text), utf8_length(text)] for text in texts]
+
+
+def test_json_stringify_with_an_indent_lays_out_like_javascript() -> None:
+    value: JsonValue = {"b": [1, {}, []], "1": {"x": None}, "a": {}}
+    assert js_json_stringify(value, indent=2) == (
+        '{\n  "1": {\n    "x": null\n  },\n  "b": [\n    1,\n    {},\n    []\n  ],\n  "a": {}\n}'
+    )
+    assert js_json_stringify(value) == '{"1":{"x":null},"b":[1,{},[]],"a":{}}'
+    assert js_json_stringify([], indent=4) == "[]"

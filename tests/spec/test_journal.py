@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import EntryType, JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError
+from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.journal import (
     MAX_REVIEW_ATTEMPTS,
     METADATA_CONSUMER,
@@ -43,7 +44,6 @@ from beebox_spec.journal import (
     state_after_reviewer_failure,
     state_after_run,
     state_after_write,
-    to_iso_timestamp,
     with_session,
 )
 from beebox_spec.review import (

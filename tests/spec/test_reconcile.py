@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import PendingMessage, SessionContentBlock, SessionEntry, entry_text
 from beebox_spec.errors import InvariantError
+from beebox_spec.javascript import parse_iso_timestamp
 from beebox_spec.reconcile import (
     ACCEPTED_SCAN_LIMIT,
     ACCEPTED_WINDOW,
@@ -29,7 +30,6 @@ from beebox_spec.reconcile import (
     matches_user,
     merge_accepted_into_pending,
     normalize_for_compare,
-    parse_iso_timestamp,
     read_accepted_messages,
     reconcile_pending,
     user_identity,

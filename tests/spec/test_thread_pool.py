@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.errors import InvariantError
+from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.lifecycle import Idle, Phase
 from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
@@ -188,8 +189,8 @@ def test_engine_events_nobody_asked_for_are_invariant_failures(event: ThreadEven
 def record(count: int = 1, created: datetime = NOW, session_id: str = "s-1") -> ThreadRecord:
     return ThreadRecord(
         sessionId=session_id,
-        createdAt=created.isoformat(),
-        lastUsedAt=created.isoformat(),
+        createdAt=to_iso_timestamp(created),
+        lastUsedAt=to_iso_timestamp(created),
         messageCount=count,
     )
 
@@ -224,11 +225,11 @@ def test_a_success_counts_one_message_and_keeps_the_creation_time(count: int, mi
     later = NOW + timedelta(minutes=minutes)
     updated = record_after_success(record(count), "s-1", later)
     assert updated["messageCount"] == count + 1
-    assert updated["createdAt"] == NOW.isoformat()
-    assert updated["lastUsedAt"] == later.isoformat()
+    assert updated["createdAt"] == to_iso_timestamp(NOW)
+    assert updated["lastUsedAt"] == to_iso_timestamp(later)
     fresh = record_after_success(record(count), "s-2", later)
     assert fresh["messageCount"] == 1
-    assert fresh["createdAt"] == later.isoformat()
+    assert fresh["createdAt"] == to_iso_timestamp(later)
 
 
 def test_a_failure_deletes_the_thread_record() -> None:
