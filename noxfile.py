@@ -32,9 +32,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Every packaged conformance vector against the executable spec."""
+    """Every packaged conformance vector against the spec and the implementation."""
     install(session, "test")
-    session.run("python", "-m", "conformance", "--target", "spec", *session.posargs)
+    session.run("python", "-m", "conformance", "--target", "all", *session.posargs)
 
 
 @nox.session
@@ -66,3 +66,10 @@ def deep(session: nox.Session) -> None:
     """The property tests with many more Hypothesis examples (long; not part of CI)."""
     install(session, "test")
     session.run("pytest", "tests/spec", *session.posargs, env={"HYPOTHESIS_PROFILE": "deep"})
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmarks, each figure beside a baseline measured in the same run (long)."""
+    install(session)
+    session.run("python", "bench/transcripts.py", *session.posargs)

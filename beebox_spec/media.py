@@ -70,7 +70,9 @@ photo later, lazily. The rules, in reading order:
    otherwise: a failed upload, a short inline image that was never a payload, a
    marker left by an earlier strip). Only that payload is decoded. The media type
    is `source.media_type` when it is in `SERVABLE_MEDIA_TYPES`, else
-   `application/octet-stream`.
+   `application/octet-stream`. Everything after the detach step is
+   `choose_payload(structure, index, payload_count)`, so a reader that detaches
+   payloads without holding them asks the same rule which one to decode.
 
 Decisions where the sources are silent or the original's JavaScript leaks through
 (each is marked in the code too):
@@ -144,6 +146,8 @@ __all__ = [
     "MediaExtracted",
     "MediaNotExtracted",
     "MediaRef",
+    "PayloadChosen",
+    "choose_payload",
     "decode_base64_payload",
     "encode_media_ref",
     "extract_media",
@@ -599,6 +603,35 @@ def extract_media(line: str, index: int) -> ExtractResult:
         return f'"{match.group(1)}":"{SLOT_PREFIX}{len(payloads) - 1}"'
 
     structure = BASE64_PAYLOAD_RE.sub(detach, line)
+    chosen = choose_payload(structure, index, len(payloads))
+    # No photo behind the index: the reason is the answer.
+    if not chosen["ok"]:
+        return chosen
+    return {
+        "ok": True,
+        "mediaType": chosen["mediaType"],
+        "data": decode_base64_payload(payloads[chosen["slot"]]),
+    }
+
+
+class PayloadChosen(TypedDict):
+    """Which detached payload the image names, and the media type it is served as."""
+
+    ok: Literal[True]
+    slot: int
+    mediaType: str
+
+
+def choose_payload(
+    structure: str, index: int, payload_count: int
+) -> PayloadChosen | MediaNotExtracted:
+    """The slot the `index`-th image of a detached line names, and its media type.
+
+    `structure` is the line with its `payload_count` payloads detached (payload n
+    replaced by the token `cb-media-slot-<n>`). Everything `extract_media` decides
+    but the decoding: a reader that detaches payloads its own way (without holding
+    them) asks this which one to decode.
+    """
     try:
         record = parse_json_text(structure)
     except UnparsableJson:
@@ -615,7 +648,7 @@ def extract_media(line: str, index: int) -> ExtractResult:
     slot = _slot_number(source.get("data"))
     # The data must name a detached payload; a failed upload or a short inline
     # image never became one.
-    if slot is None or slot >= len(payloads):
+    if slot is None or slot >= payload_count:
         return {"ok": False, "reason": "no-payload"}
     declared = source.get("media_type")
     # Only an allow-listed media type is served under its own name.
@@ -624,8 +657,8 @@ def extract_media(line: str, index: int) -> ExtractResult:
     )
     return {
         "ok": True,
+        "slot": slot,
         "mediaType": media_type if media_type is not None else OCTET_STREAM,
-        "data": decode_base64_payload(payloads[slot]),
     }
 
 

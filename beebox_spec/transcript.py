@@ -27,7 +27,9 @@ The history read, top to bottom:
    entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
    shows a record the parse would drop too (system, `isMeta`, a synthetic
    assistant turn, a tool_result plumbing turn). The sniff is textual and assumes
-   Claude Code's compact JSON; its accepted limitations are the original's.
+   Claude Code's compact JSON; its accepted limitations are the original's. It
+   reads only the head and the line's UTF-8 length, so `oversize_entry_from_head`
+   states the rule on those two alone (a streaming reader never holds the line).
 4. **Entries** (`entries_from_lines`, `entry_from_record`). Blank and unparsable
    lines (comments, a half-written last line, anything that is not a JSON object)
    are skipped. A parsed record becomes an entry when it is a user or assistant
@@ -73,8 +75,9 @@ The history read, top to bottom:
 5. **Slices** (§2.4). `history_tail` (the last `tail` entries, 1 ≤ tail ≤
    `MAX_SESSION_ENTRIES`) and `history_page` (offset ≥ 0, 1 ≤ limit ≤
    `MAX_SESSION_ENTRIES`) answer a `SessionHistory` whose `total` counts every
-   entry; a bound outside its range raises `InvalidHistorySlice`. An empty history
-   is a history, not an error.
+   entry; a bound outside its range raises `InvalidHistorySlice`
+   (`check_history_tail`, `check_history_page`, which readers that slice without
+   a list of entries reuse). An empty history is a history, not an error.
 """
 
 from __future__ import annotations
@@ -109,6 +112,8 @@ __all__ = [
     "OversizeLine",
     "ParseableLine",
     "TranscriptLine",
+    "check_history_page",
+    "check_history_tail",
     "entries_from_lines",
     "entry_from_record",
     "history_page",
@@ -116,6 +121,7 @@ __all__ = [
     "is_oversize_line",
     "is_plumbing_message",
     "oversize_entry",
+    "oversize_entry_from_head",
     "read_transcript_lines",
     "split_transcript_lines",
 ]
@@ -221,7 +227,16 @@ _SNIFF_TIMESTAMP_RE: Final = re.compile(r'"timestamp":"([^"]*)"')
 
 def oversize_entry(line: str, line_number: int) -> SessionEntry | None:
     """The placeholder entry for a line too big to parse, or None to drop it."""
-    head = utf16_prefix(line, SNIFF_CHARS)
+    return oversize_entry_from_head(utf16_prefix(line, SNIFF_CHARS), utf8_length(line), line_number)
+
+
+def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> SessionEntry | None:
+    """`oversize_entry` from what it reads of the line: its head and its size.
+
+    `head` is the line's first `SNIFF_CHARS` characters (`utf16_prefix`) and
+    `utf8_bytes` its length in UTF-8 bytes (`utf8_length`); nothing else of the
+    line is read, so a reader can stub a line it never holds whole.
+    """
     envelope = _sniff_envelope_type(head)
     # A system record is never a history entry.
     if envelope == "system":
@@ -235,7 +250,7 @@ def oversize_entry(line: str, line_number: int) -> SessionEntry | None:
     # A user turn carrying a tool_result is API plumbing (dropped whole, even with text).
     if envelope == "user" and '"type":"tool_result"' in head:
         return None
-    kilobytes = (utf8_length(line) + 512) // 1024  # Math.round(bytes / 1024), halves up
+    kilobytes = (utf8_bytes + 512) // 1024  # Math.round(bytes / 1024), halves up
     sniffed_uuid = _sniff_string(head, _SNIFF_UUID_RE)
     return {
         "uuid": sniffed_uuid if sniffed_uuid != "" else f"oversize-{line_number}",
@@ -375,11 +390,28 @@ class InvalidHistorySlice(SpecRejection):
     """A history slice asked for outside §2.4's bounds."""
 
 
-def history_tail(session_id: str, entries: Sequence[SessionEntry], tail: int) -> SessionHistory:
-    """The last `tail` entries (all of them when there are fewer), and the total."""
+def check_history_tail(tail: int) -> None:
+    """Raise `InvalidHistorySlice` unless `tail` is within §2.4's bounds."""
     # `tail` is an integer from 1 to MAX_SESSION_ENTRIES.
     if isinstance(tail, bool) or not 1 <= tail <= MAX_SESSION_ENTRIES:
         raise InvalidHistorySlice(f"tail must be an integer 1-{MAX_SESSION_ENTRIES}, got {tail!r}")
+
+
+def check_history_page(offset: int, limit: int) -> None:
+    """Raise `InvalidHistorySlice` unless `offset` and `limit` are within §2.4's bounds."""
+    # `offset` is a non-negative integer; past the end the page is empty.
+    if isinstance(offset, bool) or offset < 0:
+        raise InvalidHistorySlice(f"offset must be an integer >= 0, got {offset!r}")
+    # `limit` is an integer from 1 to MAX_SESSION_ENTRIES.
+    if isinstance(limit, bool) or not 1 <= limit <= MAX_SESSION_ENTRIES:
+        raise InvalidHistorySlice(
+            f"limit must be an integer 1-{MAX_SESSION_ENTRIES}, got {limit!r}"
+        )
+
+
+def history_tail(session_id: str, entries: Sequence[SessionEntry], tail: int) -> SessionHistory:
+    """The last `tail` entries (all of them when there are fewer), and the total."""
+    check_history_tail(tail)
     return {
         "sessionId": session_id,
         "entries": list(entries[-tail:]),
@@ -391,14 +423,7 @@ def history_page(
     session_id: str, entries: Sequence[SessionEntry], offset: int, limit: int
 ) -> SessionHistory:
     """Entries `offset` to `offset + limit` (fewer past the end), and the total."""
-    # `offset` is a non-negative integer; past the end the page is empty.
-    if isinstance(offset, bool) or offset < 0:
-        raise InvalidHistorySlice(f"offset must be an integer >= 0, got {offset!r}")
-    # `limit` is an integer from 1 to MAX_SESSION_ENTRIES.
-    if isinstance(limit, bool) or not 1 <= limit <= MAX_SESSION_ENTRIES:
-        raise InvalidHistorySlice(
-            f"limit must be an integer 1-{MAX_SESSION_ENTRIES}, got {limit!r}"
-        )
+    check_history_page(offset, limit)
     return {
         "sessionId": session_id,
         "entries": list(entries[offset : offset + limit]),

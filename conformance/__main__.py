@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.runner import PACKAGED_VECTORS, count_kinds, run_files
+from conformance.runner import PACKAGED_VECTORS, RunReport, count_kinds, run_files
+from conformance.targets import HandlerTable
+from conformance.targets.impl import impl_handlers
 from conformance.targets.spec import SPEC_HANDLERS
+
+BACKENDS = ("asyncio", "trio")
+
+
+def targets(target: str, backend: str) -> dict[str, HandlerTable]:
+    """The handler tables to run, by the name failure lines give them."""
+    chosen: dict[str, HandlerTable] = {}
+    if target in ("spec", "all"):
+        chosen["spec"] = SPEC_HANDLERS
+    if target in ("impl", "all"):
+        for name in BACKENDS if backend == "all" else (backend,):
+            chosen[f"impl/{name}"] = impl_handlers(name)
+    return chosen
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,12 +41,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--target",
-        choices=["spec"],
+        choices=["spec", "impl", "all"],
         default="spec",
-        help="what to check: the executable spec (beebox_spec)",
+        help="what to check: the executable spec (beebox_spec), the implementation "
+        "(beebox_impl), or both (default: spec)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=[*BACKENDS, "all"],
+        default="all",
+        help="the event loop the implementation's sessions run on (default: all)",
     )
     parser.add_argument("--list", action="store_true", help="print the kinds and their case counts")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the implementation's warnings (start failures, …)",
+    )
     args = parser.parse_args(argv)
+    # Scenarios provoke failures on purpose; their warnings are noise unless asked for.
+    logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR)
     paths: list[Path] = args.paths or [PACKAGED_VECTORS]
 
     if args.list:
@@ -40,9 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{sum(counts.values())} cases in {len(counts)} kinds")
         return 0
 
-    report = run_files(paths, SPEC_HANDLERS)
+    chosen = targets(args.target, args.backend)
+    report = RunReport()
+    for name, handlers in chosen.items():
+        report.merge(run_files(paths, handlers, name if len(chosen) > 1 else ""))
     for failure in report.failures or ():
         print(failure.render())
+    for kind in sorted(report.skipped_kinds or ()):
+        print(f"SKIP {kind}: not answered by every target yet")
     if report.passed + report.failed == 0:
         # A run that checked nothing must not read as a pass.
         print(f"FAIL {' '.join(map(str, paths))}: no vector cases found")

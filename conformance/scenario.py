@@ -20,8 +20,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from beebox_impl.engine.messages import raw_sdk_message
 from beebox_spec import chat_session, lifecycle, thread_pool
-from beebox_spec.entries import JsonObject
 from beebox_spec.errors import BeeboxError
 from beebox_spec.sdk_messages import AdaptedMessage, adapt_sdk_message
 
@@ -104,43 +104,6 @@ def parse_steps(raw_steps: Any) -> list[Step]:
                 f"step {number} is neither a known call nor a known engine step: {raw!r}"
             )
     return steps
-
-
-def raw_sdk_message(step: EngineStep, session_id: str, ordinal: int) -> JsonObject:
-    """The stream-json message a scripted engine emits for an ``init``/``assistant``/``result``
-    step. ``session_id`` is the id the run announced (empty before ``init``); ``ordinal``
-    numbers the message so its uuid is unique."""
-    if step.engine == "init":
-        return {"type": "system", "subtype": "init", "session_id": step.session_id}
-    if step.engine == "assistant":
-        return {
-            "type": "assistant",
-            "uuid": f"scripted-{ordinal}",
-            "session_id": session_id,
-            "parent_tool_use_id": None,
-            "message": {
-                "id": f"msg_scripted_{ordinal}",
-                "type": "message",
-                "role": "assistant",
-                "model": "scripted",
-                "content": [{"type": "text", "text": step.text}],
-                "stop_reason": None,
-            },
-        }
-    if step.engine == "result":
-        return {
-            "type": "result",
-            "subtype": "success",
-            "uuid": f"scripted-{ordinal}",
-            "session_id": session_id,
-            "is_error": False,
-            "duration_ms": 0,
-            "duration_api_ms": 0,
-            "num_turns": 1,
-            "total_cost_usd": 0,
-            "result": "",
-        }
-    raise ScenarioError(f"engine step {step.engine!r} is not an SDK message")
 
 
 def scripted_sdk_message(step: EngineStep, session_id: str, ordinal: int) -> AdaptedMessage:

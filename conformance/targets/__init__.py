@@ -9,8 +9,33 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
-__all__ = ["Handler", "HandlerTable"]
+__all__ = ["KNOWN_KINDS", "Handler", "HandlerTable"]
 
 # Vector inputs are untyped JSON by nature; each handler narrows what it reads.
 Handler: TypeAlias = Callable[[Any], Any]
 HandlerTable: TypeAlias = Mapping[str, Handler]
+
+# Every kind of CONFORMANCE.md's table. A file of another kind fails the run; a known
+# kind that a target does not answer (yet) is reported as skipped for that target.
+KNOWN_KINDS: frozenset[str] = frozenset(
+    {
+        "lifecycle/transition",
+        "lifecycle/flags",
+        "media-ref/parse",
+        "media-ref/encode",
+        "transcript/read-lines",
+        "transcript/entries",
+        "content/transform",
+        "media/find-line",
+        "media/extract",
+        "reconcile/pending",
+        "reconcile/merge-accepted",
+        "journal/prefix-hash",
+        "journal/resolve-span",
+        "review/elide-middle",
+        "review/title-owner",
+        "review/leak-scan",
+        "session/scenario",
+        "http/exchange",
+    }
+)

@@ -1,0 +1,42 @@
+"""Agent engines: what a chat session starts runs on.
+
+`protocol` says what an engine is (`Engine`, `Run`, `StartOptions`, `TurnContent`,
+`EngineStartError`). Three engines implement it:
+
+- `EchoEngine` — the embedded default: answers offline, deterministically, and
+  writes a real Claude-Code-format transcript, so a box works with no model;
+- `ClaudeEngine` — Claude Code through the official ``claude-agent-sdk`` (the
+  optional extra ``claude``, imported only when a run starts);
+- `ScriptedEngine` — for tests: the test decides every start, message and close.
+
+`messages` builds the raw stream-json messages the engines (and the conformance
+runner's scripted steps) emit.
+"""
+
+from __future__ import annotations
+
+from beebox_impl.engine.claude import ClaudeEngine, ClaudeRun, raw_message_from_sdk
+from beebox_impl.engine.echo import EchoEngine, EchoRun
+from beebox_impl.engine.protocol import (
+    Engine,
+    EngineStartError,
+    Run,
+    StartOptions,
+    TurnContent,
+)
+from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
+
+__all__ = [
+    "ClaudeEngine",
+    "ClaudeRun",
+    "EchoEngine",
+    "EchoRun",
+    "Engine",
+    "EngineStartError",
+    "Run",
+    "ScriptedEngine",
+    "ScriptedRun",
+    "StartOptions",
+    "TurnContent",
+    "raw_message_from_sdk",
+]

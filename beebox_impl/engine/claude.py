@@ -1,0 +1,454 @@
+"""The Claude engine: runs over the official ``claude-agent-sdk`` (the optional extra ``claude``).
+
+Why this shape: a box talks to Claude Code the way the original did — one long-lived
+conversation per run in *streaming-input* mode (`transcript-format.md` §8.1), so
+turns, interrupts and the session id all travel over one CLI process — and it
+reads that conversation through the one adapter every engine shares
+(`beebox_spec.sdk_messages.adapt_sdk_message`), which reads the CLI's *raw*
+stream-json dicts. The Python SDK hands out typed objects instead, so this module
+converts each one back to the raw shape (`raw_message_from_sdk`); the test suite
+runs that conversion over every message of a recorded CLI stream and checks that
+adapting the converted message equals adapting the recorded one.
+
+A run (`ClaudeRun`) is one ``ClaudeSDKClient``:
+
+- **start**: ``cwd`` = the box folder (so the CLI files the transcript under the
+  box's encoded path), ``resume=`` the session id to continue, ``model``, the
+  system prompt for new sessions only (the original's rule), ``env`` added to the
+  CLI's environment. The client connects with no prompt: streaming input, so the
+  CLI sends ``system/init`` when the first turn arrives. Any failure to connect —
+  the SDK not installed, the CLI binary missing, the CLI exiting — is an
+  `EngineStartError` whose message says what to fix.
+- **send**: one stream-json ``user`` message (text or content blocks, images
+  included) per turn.
+- **interrupt**: the SDK's interrupt control request.
+- **close**: disconnects (the SDK ends the CLI process); the message stream ends at
+  once — nothing is relayed after ``close()`` is called.
+- **messages**: a plain async iterator over the SDK's messages, converted (not a
+  generator of ours: a pump that stops reading leaves nothing to finalize). If
+  the CLI dies (a crash, or the non-zero exit that follows an error result) the
+  stream simply ends, as the engine protocol says a dead run's stream does; the
+  error is logged and kept on ``ClaudeRun.error``.
+
+The SDK is imported lazily and typed as `Any` here, so beebox installs, imports
+and type-checks without it. What the conversion cannot restore: the Python SDK's
+parser keeps no image blocks of ``user`` messages and no ``session_id`` on them
+(the run fills in the session id it knows), and unknown fields of typed messages
+are gone; none of that is read by the adapter. A message class the converter does
+not know becomes ``{"type": "sdk:<ClassName>"}``, which the adapter turns into its
+visible ``unknown`` sentinel rather than dropping it silently.
+
+Transcripts: the CLI writes them under its own config folder
+(``$CLAUDE_CONFIG_DIR/projects``, by default ``~/.claude/projects``); a box that
+reads elsewhere (``BBX_CLAUDE_PROJECTS_DIR``) must point the two at one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+from anyio.lowlevel import checkpoint
+
+from beebox_impl.engine.mailbox import PullIterator
+from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
+from beebox_spec.entries import JsonObject, JsonValue
+
+__all__ = [
+    "INSTALL_HINT",
+    "SDK_MODULE",
+    "ClaudeEngine",
+    "ClaudeRun",
+    "load_sdk",
+    "raw_message_from_sdk",
+]
+
+logger = logging.getLogger(__name__)
+
+SDK_MODULE = "claude_agent_sdk"
+INSTALL_HINT = "pip install 'beebox[claude]'"
+# How many of the CLI's last stderr lines a start failure quotes.
+_STDERR_TAIL = 20
+
+
+def load_sdk() -> ModuleType:
+    """The ``claude_agent_sdk`` module, or `EngineStartError` saying how to install it."""
+    try:
+        return importlib.import_module(SDK_MODULE)
+    except ImportError as error:
+        raise EngineStartError(
+            f"the claude engine needs the claude-agent-sdk package ({INSTALL_HINT})"
+        ) from error
+
+
+# ---------------------------------------------------------------------------
+# Typed SDK objects back to raw stream-json dicts
+# ---------------------------------------------------------------------------
+
+
+def _is(value: object, sdk: Any, name: str) -> bool:
+    """Whether ``value`` is an instance of the SDK class ``name`` (older SDKs lack some).
+
+    A plain bool, not a type guard: the SDK is untyped here, its objects stay `Any`.
+    """
+    cls = getattr(sdk, name, None)
+    return isinstance(cls, type) and isinstance(value, cls)
+
+
+def _set_if(raw: JsonObject, key: str, value: Any) -> None:
+    # Optional fields the SDK reports as None were absent (or null) on the wire.
+    if value is not None:
+        raw[key] = value
+
+
+def _block_to_raw(sdk: Any, block: Any) -> JsonObject:
+    """One typed content block as the Messages-API dict it was parsed from."""
+    if _is(block, sdk, "TextBlock"):
+        return {"type": "text", "text": block.text}
+    if _is(block, sdk, "ThinkingBlock"):
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if _is(block, sdk, "ToolUseBlock"):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if _is(block, sdk, "ToolResultBlock"):
+        raw: JsonObject = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+        _set_if(raw, "content", block.content)
+        _set_if(raw, "is_error", block.is_error)
+        return raw
+    if _is(block, sdk, "ServerToolUseBlock"):
+        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if _is(block, sdk, "ServerToolResultBlock"):
+        # The SDK's parser makes this class from `advisor_tool_result` blocks only.
+        return {
+            "type": "advisor_tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content,
+        }
+    # A block class this code predates: keep its fields, name it visibly.
+    fields: JsonObject = (
+        dataclasses.asdict(block)
+        if dataclasses.is_dataclass(block) and not isinstance(block, type)
+        else {}
+    )
+    return {"type": f"sdk:{type(block).__name__}", **fields}
+
+
+def _content_to_raw(sdk: Any, content: Any) -> str | list[JsonValue]:
+    if isinstance(content, str):
+        return content
+    return [_block_to_raw(sdk, block) for block in content]
+
+
+def raw_message_from_sdk(
+    message: object, *, session_id: str | None = None, sdk: Any = None
+) -> JsonObject:
+    """The raw stream-json dict a typed SDK message was parsed from (as far as it kept it).
+
+    ``session_id`` is the session the run knows, for messages the SDK keeps none on
+    (``UserMessage``). ``sdk`` is the SDK module (imported when not given).
+    """
+    sdk = sdk if sdk is not None else importlib.import_module(SDK_MODULE)
+    # Every system subtype — init, compact_boundary, the task and hook messages —
+    # is a SystemMessage (or a subclass) that keeps the raw dict as `data`.
+    if _is(message, sdk, "SystemMessage"):
+        system: Any = message
+        raw: JsonObject = dict(system.data)
+        raw.setdefault("type", "system")
+        raw.setdefault("subtype", system.subtype)
+        return raw
+    typed: Any = message
+    if _is(message, sdk, "AssistantMessage"):
+        body: JsonObject = {}
+        _set_if(body, "id", typed.message_id)
+        body.update(
+            {
+                "type": "message",
+                "role": "assistant",
+                "model": typed.model,
+                "content": _content_to_raw(sdk, typed.content),
+                "stop_reason": typed.stop_reason,
+            }
+        )
+        _set_if(body, "usage", typed.usage)
+        raw = {"type": "assistant", "message": body}
+        _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
+        _set_if(raw, "error", typed.error)
+        _set_if(raw, "session_id", typed.session_id or session_id)
+        _set_if(raw, "uuid", typed.uuid)
+        return raw
+    if _is(message, sdk, "UserMessage"):
+        raw = {
+            "type": "user",
+            "message": {"role": "user", "content": _content_to_raw(sdk, typed.content)},
+        }
+        _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
+        _set_if(raw, "session_id", session_id)
+        _set_if(raw, "uuid", typed.uuid)
+        _set_if(raw, "tool_use_result", typed.tool_use_result)
+        _set_if(raw, "origin", getattr(typed, "origin", None))
+        return raw
+    if _is(message, sdk, "ResultMessage"):
+        raw = {
+            "type": "result",
+            "subtype": typed.subtype,
+            "is_error": typed.is_error,
+            "duration_ms": typed.duration_ms,
+            "duration_api_ms": typed.duration_api_ms,
+            "num_turns": typed.num_turns,
+            "session_id": typed.session_id,
+        }
+        for key, attribute in (
+            ("result", "result"),
+            ("stop_reason", "stop_reason"),
+            ("total_cost_usd", "total_cost_usd"),
+            ("usage", "usage"),
+            ("modelUsage", "model_usage"),
+            ("permission_denials", "permission_denials"),
+            ("structured_output", "structured_output"),
+            ("errors", "errors"),
+            ("api_error_status", "api_error_status"),
+            ("terminal_reason", "terminal_reason"),
+            ("uuid", "uuid"),
+        ):
+            _set_if(raw, key, getattr(typed, attribute, None))
+        deferred = getattr(typed, "deferred_tool_use", None)
+        if deferred is not None:
+            raw["deferred_tool_use"] = {
+                "id": deferred.id,
+                "name": deferred.name,
+                "input": deferred.input,
+            }
+        return raw
+    if _is(message, sdk, "StreamEvent"):
+        return {
+            "type": "stream_event",
+            "uuid": typed.uuid,
+            "session_id": typed.session_id,
+            "event": typed.event,
+            "parent_tool_use_id": typed.parent_tool_use_id,
+        }
+    if _is(message, sdk, "RateLimitEvent"):
+        info = typed.rate_limit_info
+        return {
+            "type": "rate_limit_event",
+            "rate_limit_info": dict(getattr(info, "raw", None) or {"status": info.status}),
+            "uuid": typed.uuid,
+            "session_id": typed.session_id,
+        }
+    if _is(message, sdk, "ConversationResetMessage"):
+        return {
+            "type": "conversation_reset",
+            "new_conversation_id": typed.new_conversation_id,
+            "uuid": typed.uuid,
+            "session_id": typed.session_id,
+        }
+    # A message class this code predates: the adapter's unknown sentinel, visibly.
+    return {"type": f"sdk:{type(message).__name__}"}
+
+
+# ---------------------------------------------------------------------------
+# The engine and its runs
+# ---------------------------------------------------------------------------
+
+
+async def _single(message: JsonObject) -> AsyncIterator[JsonObject]:
+    """One stream-json input message, as the async iterable the SDK's `query` takes."""
+    yield message
+
+
+class ClaudeRun:
+    """One Claude Code conversation (a connected ``ClaudeSDKClient``)."""
+
+    def __init__(self, client: Any, sdk: Any, session_id: str | None) -> None:
+        self._client = client
+        self._sdk = sdk
+        self._session_id = session_id
+        self._closed = False
+        self._close_requested = False
+        self._consumed = False
+        # The SDK's own message generator, and whether a read is waiting on it.
+        self._sdk_stream: Any = None
+        self._pulling = False
+        self.error: Exception | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id: the resumed one, then whatever the CLI announces."""
+        return self._session_id
+
+    @property
+    def closed(self) -> bool:
+        """True once the message stream has ended (closed, or the CLI went away)."""
+        return self._closed
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        """The CLI's messages as raw stream-json dicts, until the run ends. Consumed once."""
+        if self._consumed:
+            raise RuntimeError("a run's message stream is consumed once")
+        self._consumed = True
+        return PullIterator(self._next_message)
+
+    async def _next_message(self) -> JsonObject:
+        # After close() nothing more is relayed, buffered or not.
+        if self._close_requested or self._closed:
+            self._closed = True
+            await checkpoint()
+            raise StopAsyncIteration
+        if self._sdk_stream is None:
+            self._sdk_stream = self._client.receive_messages()
+        self._pulling = True
+        try:
+            message = await self._sdk_stream.__anext__()
+        except StopAsyncIteration:
+            self._closed = True
+            raise
+        except Exception as error:
+            # The CLI died (or exited non-zero after an error result): the run is
+            # over, and a dead run's stream ends. Kept and logged, not raised into
+            # the session's pump.
+            self._closed = True
+            if not self._close_requested:
+                self.error = error
+                logger.warning("Claude Code run ended with an error: %s", error)
+            raise StopAsyncIteration from error
+        finally:
+            self._pulling = False
+        if self._closing():
+            self._closed = True
+            raise StopAsyncIteration
+        raw = raw_message_from_sdk(message, session_id=self._session_id, sdk=self._sdk)
+        self._note_session_id(raw)
+        return raw
+
+    async def _drain_sdk_stream(self) -> None:
+        try:
+            async for _ in self._sdk_stream:
+                pass
+        except Exception:
+            # Ending is all that is wanted here; how it ended does not matter.
+            logger.debug("the SDK's message stream ended with an error", exc_info=True)
+
+    def _closing(self) -> bool:
+        # A method, not the attribute: close() may have run while the read waited.
+        return self._close_requested
+
+    def _note_session_id(self, raw: JsonObject) -> None:
+        session_id = raw.get("session_id")
+        # A reset message names the outgoing session; the next message names the new one.
+        if raw.get("type") != "conversation_reset" and isinstance(session_id, str) and session_id:
+            self._session_id = session_id
+
+    async def send(self, content: TurnContent) -> None:
+        """Send one user turn. Raises `anyio.ClosedResourceError` once the run is closed."""
+        if self._closed or self._close_requested:
+            await checkpoint()
+            raise anyio.ClosedResourceError
+        wire_content: str | list[JsonValue] = (
+            content if isinstance(content, str) else [dict(block) for block in content]
+        )
+        message: JsonObject = {
+            "type": "user",
+            "message": {"role": "user", "content": wire_content},
+            "parent_tool_use_id": None,
+        }
+        await self._client.query(_single(message))
+
+    async def interrupt(self) -> None:
+        """Ask the CLI to interrupt the turn in flight (nothing on a closed run)."""
+        if self._closed or self._close_requested:
+            await checkpoint()
+            return
+        await self._client.interrupt()
+
+    async def close(self) -> None:
+        """Disconnect; the message stream ends at once. Idempotent."""
+        if self._close_requested:
+            await checkpoint()
+            return
+        self._close_requested = True
+        try:
+            await self._client.disconnect()
+            # A read in progress ends on its own now. An idle SDK generator is run
+            # to its end here (disconnect closed what it reads): closing it instead
+            # would leave the SDK's inner generator to the garbage collector.
+            if self._sdk_stream is not None and not self._pulling:
+                await self._drain_sdk_stream()
+        except Exception as error:
+            # Closing must not fail the caller: the process is gone either way.
+            logger.warning("disconnecting from Claude Code failed: %s", error)
+        finally:
+            self._closed = True
+
+
+class ClaudeEngine:
+    """Starts `ClaudeRun`s over ``claude-agent-sdk``; see the module docstring.
+
+    ``cli_path`` names the ``claude`` binary (default: the SDK's own search — its
+    bundled CLI, then ``PATH``); ``permission_mode`` and ``setting_sources`` are
+    passed to the SDK as given; ``extra_options`` are further
+    ``ClaudeAgentOptions`` fields (``allowed_tools``, ``max_turns``, …).
+    """
+
+    def __init__(
+        self,
+        *,
+        cli_path: str | Path | None = None,
+        permission_mode: str | None = None,
+        setting_sources: list[str] | None = None,
+        extra_options: Mapping[str, object] | None = None,
+    ) -> None:
+        self._cli_path = cli_path
+        self._permission_mode = permission_mode
+        self._setting_sources = setting_sources
+        self._extra_options = dict(extra_options or {})
+
+    def agent_options(self, options: StartOptions) -> dict[str, object]:
+        """The ``ClaudeAgentOptions`` fields a start uses (without the stderr hook)."""
+        values: dict[str, object] = {"cwd": options.cwd, "env": dict(options.env)}
+        if options.resume_session_id is not None:
+            values["resume"] = options.resume_session_id
+        elif options.system_prompt is not None:
+            # A resumed session keeps the prompt it started with; only a new one gets it.
+            values["system_prompt"] = options.system_prompt
+        if options.model is not None:
+            values["model"] = options.model
+        if self._cli_path is not None:
+            values["cli_path"] = self._cli_path
+        if self._permission_mode is not None:
+            values["permission_mode"] = self._permission_mode
+        if self._setting_sources is not None:
+            values["setting_sources"] = list(self._setting_sources)
+        values.update(self._extra_options)
+        return values
+
+    async def start(self, options: StartOptions) -> ClaudeRun:
+        """Connect a new client, or raise `EngineStartError` saying what went wrong."""
+        sdk: Any = load_sdk()
+        stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+
+        def on_stderr(line: str) -> None:
+            stderr_tail.append(line)
+            logger.debug("claude stderr: %s", line)
+
+        client = sdk.ClaudeSDKClient(
+            options=sdk.ClaudeAgentOptions(**self.agent_options(options), stderr=on_stderr)
+        )
+        try:
+            await client.connect()
+        except sdk.CLINotFoundError as error:
+            raise EngineStartError(
+                f"the Claude Code CLI is not available ({error}); install Claude Code, "
+                "or give ClaudeEngine(cli_path=...)"
+            ) from error
+        except Exception as error:
+            # Anything else that stops the CLI from starting (it exited, it did
+            # not answer the handshake, the folder is missing) is a failed start.
+            detail = f"; stderr: {' | '.join(stderr_tail)}" if stderr_tail else ""
+            raise EngineStartError(f"Claude Code did not start: {error}{detail}") from error
+        return ClaudeRun(client, sdk, options.resume_session_id)

@@ -1,0 +1,578 @@
+"""The echo engine: the embedded default that lets a box run with no model at all.
+
+Why: a box must work offline — for a first run, a demo, CI, and every test above
+the engine — and "works" means more than answering. The rest of beebox reads the
+conversation back from the transcript the engine writes (history, photos by
+reference, review), never from the live stream. So `EchoEngine` answers every turn
+deterministically *and* writes a real Claude-Code-format transcript, exactly where
+Claude Code would (`beebox_impl.transcript.location.transcript_path`): what works
+against it works against a real engine.
+
+What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stream):
+
+- **Session id.** A new run takes a fresh id from ``new_id``; a resumed run keeps
+  ``resume_session_id`` and appends to that session's file, its first line's
+  ``parentUuid`` continuing from the file's last chain entry (as the CLI does since
+  2.1). Resuming an id that has no file yet starts that file: lenient on purpose,
+  so a box whose old transcript was cleaned up keeps working under its saved id.
+- **Streaming input.** Nothing is emitted until the first turn arrives; then
+  ``system/init`` (``session_id``, ``cwd``, ``model: "echo"``, ``tools: []``, …),
+  as the CLI does in streaming-input mode.
+- **A turn.** The user line is appended to the transcript, then the answer is
+  decided: one ``assistant`` message (one text block, ``stop_reason: end_turn``)
+  whose text says what was received — ``You said: "…"`` and, for images,
+  ``and sent 2 images (image/png, 12.3 KB; image/jpeg, 1.1 MB)`` (decimal units,
+  decoded sizes) — written to the transcript as an ``assistant`` line, then a
+  ``result`` (``success``, the same text, ``total_cost_usd: 0``, ``num_turns: 1``,
+  ``duration_ms`` from the injected clock). The live messages' uuids are the
+  transcript lines' uuids (§8.2). With ``replay_user_messages`` the user turn is
+  also echoed as a ``user`` message with ``isReplay`` (``--replay-user-messages``).
+- **Interrupt.** ``interrupt()`` applies to the turn in flight: the oldest turn
+  sent whose answer is not yet decided. That turn gets no assistant message; the
+  transcript records ``[Request interrupted by user]`` after its user line (as the
+  CLI writes it) and the stream ends the turn with a ``result`` of subtype
+  ``error_during_execution``, ``is_error: true``, ``num_turns: 0``. An interrupt
+  with no such turn does nothing; later turns are answered normally. A turn's
+  answer is decided when the reader asks for the turn's first message, so a test
+  that sends, interrupts, then reads sees the interrupted form every time, and one
+  that has read the turn's first message sees the interrupt come too late.
+- **Close** ends the stream at once: no message is delivered after ``close()``;
+  turns not yet answered and messages not yet read are dropped (lines already
+  written stay written).
+
+Ordering guarantee — how a reader awaits the writes: every transcript line is
+appended (one ``os.write`` with ``O_APPEND`` on a file created 0600, parent folders
+created) *before* the message that reports it is emitted, so once a consumer has
+received a turn's ``result``, the file holds that turn (written, not fsynced:
+visible to every reader, not proof against a power cut). File work runs in a worker
+thread (``anyio.to_thread.run_sync``) by default. A task waiting on a worker thread
+counts as blocked to ``wait_all_tasks_blocked``-style settling, so a settle could
+return while a line is still being written; tests that settle that way pass
+``offload_io=False``, which does the (small) file work on the event loop, after a
+checkpoint, so "every task is blocked" really means "every write is done".
+
+The work of a run happens in the task that reads its message stream (the
+session's pump): `send` only queues the turn, and the next read answers it — writes
+its lines, then hands out its messages. So a run needs no task of its own, and it
+answers at the pace the session reads. ``messages()`` is a plain async iterator,
+not a generator: a pump that stops reading leaves nothing to finalize.
+
+Lines are compact JSON (``separators=(",", ":")``, ``ensure_ascii=False``) in the
+key order the CLI writes; image blocks are written as the CLI writes them,
+``{"type":"image","source":{"type":"base64","media_type":…,"data":…}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+from uuid import uuid4
+
+import anyio
+from anyio.lowlevel import checkpoint
+
+from beebox_impl.engine.mailbox import Mailbox, PullIterator
+from beebox_impl.engine.messages import (
+    assistant_message,
+    init_message,
+    result_message,
+    user_replay_message,
+    zero_usage,
+)
+from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
+from beebox_impl.transcript.location import InvalidSessionId, transcript_path
+from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.media import image_blocks
+
+__all__ = [
+    "ECHO_MODEL",
+    "ECHO_VERSION",
+    "INTERRUPTED_TEXT",
+    "EchoEngine",
+    "EchoRun",
+    "describe_turn",
+    "iso_timestamp",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# The model name the echo engine reports, in the stream and in the transcript.
+ECHO_MODEL = "echo"
+# The `version` of the lines it writes (the CLI writes its own version there).
+ECHO_VERSION = "1.0.0-echo"
+# What the CLI appends to the transcript when a turn is interrupted.
+INTERRUPTED_TEXT = "[Request interrupted by user]"
+# The `errors` of an interrupted turn's result.
+INTERRUPTED_ERROR = "interrupted by the user"
+
+# Transcript entries in the uuid chain (§2 family A); a resumed file continues from
+# the last one of these that is not a sub-agent's.
+_CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
+# How much of the file the backward scan reads at a time.
+_TAIL_BLOCK = 64 * 1024
+
+
+def _new_uuid() -> str:
+    return str(uuid4())
+
+
+# ---------------------------------------------------------------------------
+# What the echo says
+# ---------------------------------------------------------------------------
+
+
+def _format_size(size: int) -> str:
+    """Bytes in decimal units, one decimal place above a kilobyte (``12.3 KB``)."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 999_950:
+        return f"{size / 1000:.1f} KB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def _describe_image(block: JsonObject) -> str:
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return "no source"
+    media_type = source.get("media_type")
+    kind = media_type if isinstance(media_type, str) and media_type else "unknown type"
+    data = source.get("data")
+    if source.get("type") != "base64" or not isinstance(data, str):
+        return f"{kind}, not inline"
+    # Decoded length without decoding: the data ends at the first `=`, each base64
+    # character is 6 bits (the spec's `decode_base64_payload` reading).
+    size = len(data.split("=", 1)[0]) * 3 // 4
+    return f"{kind}, {_format_size(size)}"
+
+
+def describe_turn(content: TurnContent) -> str:
+    """The echo's answer: what the turn said, and which images it carried."""
+    if isinstance(content, str):
+        texts = [content]
+        images: list[JsonObject] = []
+    else:
+        texts = [
+            text
+            for block in content
+            if block.get("type") == "text" and isinstance(text := block.get("text"), str)
+        ]
+        blocks: list[JsonValue] = list(content)
+        images = image_blocks(blocks)
+    said = f'You said: "{chr(10).join(texts)}"'
+    if not images:
+        return said
+    noun = "image" if len(images) == 1 else "images"
+    sent = f"sent {len(images)} {noun} ({'; '.join(_describe_image(i) for i in images)})"
+    return f"{said} and {sent}" if texts else f"You {sent}"
+
+
+# ---------------------------------------------------------------------------
+# The transcript file
+# ---------------------------------------------------------------------------
+
+
+def iso_timestamp(moment: datetime) -> str:
+    """JavaScript's ``toISOString``: UTC, milliseconds, ``Z`` (a naive time is taken as UTC)."""
+    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _transcript_block(block: JsonObject) -> JsonObject:
+    """A content block as the CLI writes it: image sources in the CLI's key order."""
+    source = block.get("source")
+    if block.get("type") != "image" or not isinstance(source, dict):
+        return dict(block)
+    if source.get("type") != "base64":
+        return dict(block)
+    ordered_source: JsonObject = {
+        "type": "base64",
+        "media_type": source.get("media_type"),
+        "data": source.get("data"),
+    }
+    ordered_source.update(source)
+    ordered: JsonObject = {"type": "image", "source": ordered_source}
+    ordered.update({key: value for key, value in block.items() if key != "source"})
+    return ordered
+
+
+def _transcript_content(content: TurnContent) -> str | list[JsonValue]:
+    if isinstance(content, str):
+        return content
+    return [_transcript_block(block) for block in content]
+
+
+def _encode_line(line: JsonObject) -> bytes:
+    """One compact JSON line. A lone surrogate cannot be UTF-8: that line is escaped."""
+    text = json.dumps(line, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(line, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append one whole line: O_APPEND, the file created 0600, its folders created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _chain_uuid(raw: bytes) -> str | None:
+    """The line's uuid if it is a main-chain entry, else None."""
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("type") not in _CHAIN_TYPES:
+        return None
+    if record.get("isSidechain") is True:
+        return None
+    uuid = record.get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def last_chain_uuid(path: Path) -> str | None:
+    """The uuid of the file's last main-chain entry, read backward from the end.
+
+    None when the file is missing or holds no chain entry. Reading from the end
+    makes a resume cost the last turn, not the whole conversation.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        position = handle.seek(0, os.SEEK_END)
+        partial = b""
+        while position > 0:
+            step = min(_TAIL_BLOCK, position)
+            position -= step
+            handle.seek(position)
+            pieces = (handle.read(step) + partial).split(b"\n")
+            # Unless this is the file's start, the first piece may be cut: keep it
+            # to be completed by the next (earlier) block.
+            partial = pieces.pop(0) if position > 0 else b""
+            for raw in reversed(pieces):
+                uuid = _chain_uuid(raw) if raw.strip() else None
+                if uuid is not None:
+                    return uuid
+    return None
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where a run's transcript goes, and where its chain continues from."""
+
+    cwd: str
+    path: Path
+    parent_uuid: str | None
+
+
+def _place(box: Path, session_id: str, root: Path) -> _Placement:
+    # The CLI records its canonical working directory (realpath, NFC).
+    cwd = unicodedata.normalize("NFC", os.path.realpath(box))
+    path = transcript_path(box, session_id, root)
+    return _Placement(cwd, path, last_chain_uuid(path))
+
+
+class _FileWork:
+    """Runs blocking file work in a worker thread, or on the loop after a checkpoint."""
+
+    def __init__(self, offload: bool) -> None:
+        self._offload = offload
+
+    async def run(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._offload:
+            return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
+        await checkpoint()
+        return function(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# The engine and its runs
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Turn:
+    number: int
+    content: TurnContent
+
+
+class EchoRun:
+    """One echo conversation; see the module docstring for what it says and writes."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        placement: _Placement,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+        files: _FileWork,
+        replay_user_messages: bool,
+    ) -> None:
+        self._session_id = session_id
+        self._cwd = placement.cwd
+        self._path = placement.path
+        self._parent_uuid = placement.parent_uuid
+        self._clock = clock
+        self._new_id = new_id
+        self._files = files
+        self._replay = replay_user_messages
+        self._inbox: Mailbox[_Turn] = Mailbox()
+        # Messages of answered turns not yet read.
+        self._outbox: deque[JsonObject] = deque()
+        self._turns_sent = 0
+        # The number of the last turn whose answer is decided: too late to interrupt.
+        self._answers_decided = 0
+        self._interrupted: set[int] = set()
+        self._announced = False
+        self._closed = False
+        self._consumed = False
+
+    @property
+    def session_id(self) -> str:
+        """The run's session id (new, or the resumed one)."""
+        return self._session_id
+
+    @property
+    def transcript_path(self) -> Path:
+        """The transcript file this run appends to."""
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        """True once the message stream has ended (closed, or its consumer left)."""
+        return self._closed
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        """The run's messages; a turn is answered when they are read. Consumed once."""
+        if self._consumed:
+            raise RuntimeError("a run's message stream is consumed once")
+        self._consumed = True
+        return PullIterator(self._next_message)
+
+    async def send(self, content: TurnContent) -> None:
+        """Queue one turn. Raises `anyio.ClosedResourceError` once the run is closed."""
+        await checkpoint()
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._turns_sent += 1
+        self._inbox.put(_Turn(self._turns_sent, content))
+
+    async def interrupt(self) -> None:
+        """Interrupt the turn in flight (the oldest whose answer is not decided), if any."""
+        await checkpoint()
+        if not self._closed and self._answers_decided < self._turns_sent:
+            self._interrupted.add(self._answers_decided + 1)
+
+    async def close(self) -> None:
+        """End the stream at once; unanswered turns and unread messages are dropped.
+
+        Idempotent.
+        """
+        await checkpoint()
+        self._closed = True
+        self._inbox.clear()
+        self._inbox.close()
+        self._outbox.clear()
+
+    async def _next_message(self) -> JsonObject:
+        await checkpoint()
+        while not self._outbox:
+            # After close() nothing more is said.
+            if self._over():
+                raise StopAsyncIteration
+            try:
+                turn = await self._inbox.get()
+            except anyio.EndOfStream:
+                self._closed = True
+                raise StopAsyncIteration from None
+            await self._answer(turn)
+        return self._outbox.popleft()
+
+    async def _answer(self, turn: _Turn) -> None:
+        """Write the turn's lines and queue its messages (each line before its message)."""
+        started = self._clock()
+        user_uuid = self._new_id()
+        content = _transcript_content(turn.content)
+        await self._write(user_uuid, self._user_line(user_uuid, content, started))
+        if self._over():
+            return
+        if not self._announced:
+            self._announced = True
+            self._outbox.append(
+                init_message(
+                    self._session_id,
+                    uuid=self._new_id(),
+                    cwd=self._cwd,
+                    model=ECHO_MODEL,
+                    tools=[],
+                    version=ECHO_VERSION,
+                )
+            )
+        if self._replay:
+            self._outbox.append(
+                user_replay_message(content, session_id=self._session_id, uuid=user_uuid)
+            )
+        # From here the answer is decided: an interrupt now is too late for this turn.
+        self._answers_decided = turn.number
+        if turn.number in self._interrupted:
+            self._interrupted.discard(turn.number)
+            await self._answer_interrupted(started)
+        else:
+            await self._answer_echo(turn.content, started)
+
+    async def _answer_echo(self, content: TurnContent, started: datetime) -> None:
+        reply = describe_turn(content)
+        assistant_uuid = self._new_id()
+        assistant = assistant_message(
+            reply,
+            session_id=self._session_id,
+            uuid=assistant_uuid,
+            message_id="msg_" + self._new_id().replace("-", ""),
+            model=ECHO_MODEL,
+            stop_reason="end_turn",
+            usage=zero_usage(),
+        )
+        request_id = "req_" + self._new_id().replace("-", "")
+        line = self._assistant_line(assistant_uuid, assistant["message"], request_id)
+        await self._write(assistant_uuid, line)
+        if self._over():
+            return
+        self._outbox.append(assistant)
+        self._outbox.append(
+            result_message(
+                session_id=self._session_id,
+                uuid=self._new_id(),
+                result=reply,
+                duration_ms=self._elapsed_ms(started),
+                stop_reason="end_turn",
+                usage=zero_usage(),
+            )
+        )
+
+    async def _answer_interrupted(self, started: datetime) -> None:
+        marker_uuid = self._new_id()
+        marker: list[JsonValue] = [{"type": "text", "text": INTERRUPTED_TEXT}]
+        await self._write(marker_uuid, self._user_line(marker_uuid, marker, self._clock()))
+        if self._over():
+            return
+        self._outbox.append(
+            result_message(
+                session_id=self._session_id,
+                uuid=self._new_id(),
+                subtype="error_during_execution",
+                is_error=True,
+                num_turns=0,
+                duration_ms=self._elapsed_ms(started),
+                usage=zero_usage(),
+                errors=[INTERRUPTED_ERROR],
+            )
+        )
+
+    def _over(self) -> bool:
+        # A method, not the attribute: close() may have run at any await.
+        return self._closed
+
+    def _elapsed_ms(self, started: datetime) -> int:
+        return max(0, round((self._clock() - started).total_seconds() * 1000))
+
+    async def _write(self, uuid: str, line: JsonObject) -> None:
+        await self._files.run(_append, self._path, _encode_line(line))
+        # The next line hangs under this one.
+        self._parent_uuid = uuid
+
+    def _envelope(self) -> JsonObject:
+        return {
+            "parentUuid": self._parent_uuid,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self._cwd,
+            "sessionId": self._session_id,
+            "version": ECHO_VERSION,
+        }
+
+    def _user_line(self, uuid: str, content: str | list[JsonValue], at: datetime) -> JsonObject:
+        line = self._envelope()
+        line.update(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": content},
+                "uuid": uuid,
+                "timestamp": iso_timestamp(at),
+            }
+        )
+        return line
+
+    def _assistant_line(self, uuid: str, body: JsonValue, request_id: str) -> JsonObject:
+        line = self._envelope()
+        line.update(
+            {
+                "message": body,
+                "requestId": request_id,
+                "type": "assistant",
+                "uuid": uuid,
+                "timestamp": iso_timestamp(self._clock()),
+            }
+        )
+        return line
+
+
+class EchoEngine:
+    """Starts `EchoRun`s; see the module docstring.
+
+    ``projects_root`` is where transcripts are filed
+    (`beebox_impl.transcript.location.projects_root`); ``clock`` gives the time of
+    every line and duration; ``new_id`` gives session ids, line and message uuids
+    (a uuid4 string by default). ``offload_io=False`` does file work on the event
+    loop, for tests that settle by waiting until every task is blocked.
+    ``replay_user_messages`` echoes each turn as a ``user`` message.
+    """
+
+    def __init__(
+        self,
+        projects_root: Path,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str] = _new_uuid,
+        *,
+        offload_io: bool = True,
+        replay_user_messages: bool = False,
+    ) -> None:
+        self._projects_root = projects_root
+        self._clock = clock
+        self._new_id = new_id
+        self._files = _FileWork(offload_io)
+        self._replay = replay_user_messages
+
+    async def start(self, options: StartOptions) -> EchoRun:
+        """Open a run on a new session, or on ``options.resume_session_id``."""
+        session_id = options.resume_session_id or self._new_id()
+        try:
+            placement = await self._files.run(_place, options.cwd, session_id, self._projects_root)
+        except InvalidSessionId as error:
+            raise EngineStartError(f"echo engine: {error}") from error
+        except OSError as error:
+            raise EngineStartError(f"echo engine: cannot read the transcript: {error}") from error
+        return EchoRun(
+            session_id=session_id,
+            placement=placement,
+            clock=self._clock,
+            new_id=self._new_id,
+            files=self._files,
+            replay_user_messages=self._replay,
+        )

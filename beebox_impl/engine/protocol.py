@@ -1,0 +1,94 @@
+"""What a chat session needs of an agent engine: start a run, talk to it, close it.
+
+Spec sources: `chat-session-lifecycle.md` (a session drives one SDK run at a time)
+and `original-facts.md` §3.2 (`backend.start({…, resumeSessionId, model})`, the
+run's message stream, `run.send`, `run.interrupt`, `run.close`, `run.closed`),
+`transcript-format.md` §8 (the stream-json messages a run produces).
+
+An `Engine` starts a `Run`. A run is one long-lived SDK conversation in streaming
+input mode: the session sends it turns, and the run produces *raw* SDK messages —
+the CLI's stream-json objects (`system/init`, `assistant`, `user`, `result`, …) —
+which every session reads through the one `beebox_spec.sdk_messages.adapt_sdk_message`.
+
+The message stream is the run's life: it ends when the run closes, whether the
+session asked (`close`) or the engine died. `closed` turns true when the stream
+has ended. A stream is consumed once, by the session's pump.
+
+Every method that may block is async and checkpoints; a run's methods are called
+from the session's event loop (asyncio or trio, through anyio).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TypeAlias
+
+from beebox_spec.entries import JsonObject
+from beebox_spec.errors import BeeboxError
+
+__all__ = [
+    "Engine",
+    "EngineStartError",
+    "Run",
+    "StartOptions",
+    "TurnContent",
+]
+
+# One turn: plain text, or Messages-API content blocks (text and base64 image blocks).
+TurnContent: TypeAlias = str | list[JsonObject]
+
+
+class EngineStartError(BeeboxError):
+    """The engine could not start a run (the binary is missing, the SDK refused, …)."""
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """How to start a run.
+
+    ``cwd`` is the box folder (transcripts are filed under its encoded path);
+    ``resume_session_id`` continues an SDK session, ``None`` starts a new one;
+    ``system_prompt`` is given to new sessions only; ``env`` adds to the engine
+    process's environment.
+    """
+
+    cwd: Path
+    resume_session_id: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Run(Protocol):
+    """One open SDK conversation."""
+
+    @property
+    def closed(self) -> bool:
+        """True once the message stream has ended."""
+        ...
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        """The raw SDK messages, in order, until the run closes. Consumed once."""
+        ...
+
+    async def send(self, content: TurnContent) -> None:
+        """Send one user turn."""
+        ...
+
+    async def interrupt(self) -> None:
+        """Interrupt the turn in flight; the run stays open."""
+        ...
+
+    async def close(self) -> None:
+        """Close the run; its message stream ends soon after. Idempotent."""
+        ...
+
+
+class Engine(Protocol):
+    """Starts runs."""
+
+    async def start(self, options: StartOptions) -> Run:
+        """Open a run, or raise `EngineStartError`."""
+        ...

@@ -1,0 +1,590 @@
+"""`ChatSession`: the whole-box chat, its SDK run and its mid-turn queue, on anyio.
+
+Checked against `beebox_spec.chat_session` (the pure model: state + event →
+state + effects) by the stateful tests in ``tests/stateful/``; every phase write
+goes through `beebox_spec.lifecycle.next_lifecycle`, and the busy and running
+readings are the spec's `is_busy` and `has_open_run`. Spec sources:
+`chat-session-lifecycle.md` ("The contract") and `original-facts.md` §3.2;
+DESIGN.md §5 for the persisted queue.
+
+The rules (numbered as in `beebox_spec.chat_session`)
+-----------------------------------------------------
+
+1. **Send.** `send` refuses (returns False) while busy — a turn in flight or a run
+   starting — and in the close window (the session asked to close its run and the
+   close has not come back yet); the caller `enqueue`\\ s instead. With an open
+   run the turn goes onto it (``ready → streaming``). From ``idle`` it moves to
+   ``starting``, starts the run in the background and returns True at once: the
+   text is committed as the run's first turn. Only ``idle`` may start a run, so a
+   second, concurrent run is impossible by construction.
+2. **Start.** When the run opens its first turn is sent at once: the starting text
+   and everything queued meanwhile, joined with `QUEUE_SEPARATOR`. When it fails
+   the phase returns to ``idle``, listeners hear `StartFailed`, and texts that
+   came from the queue go back to its head. Nothing else is held (there is no
+   lock to release): the phase is the only guard.
+3. **Enqueue** appends to the queue, whatever the phase, and returns once the row
+   is persisted.
+4. **Drain.** After a turn's ``result``, and after an unexpected run death, the
+   whole queue goes out as one turn (onto the run, or a fresh run). A drain that
+   would be refused leaves the queue alone.
+5. **Result.** Busy flips off first (`after_turn_result`), then `Done`, then
+   `TurnText` and the feature deltas, then the drain.
+6. **Stop vs restart.** `stop` moves to ``stopping``, clears the queue (and its
+   rows) and closes the run; the close handler reads ``stopping`` as intentional
+   and does not drain. `restart` only closes the run, so the close handler drains
+   into a fresh run. `reset_session` is `stop` plus forgetting the session id.
+7. **Session id.** An SDK message carrying an id other than the one held is saved
+   (``.beebox/chat-session-id.json``) and announced; a run starts by resuming the
+   id held when it was asked for.
+
+How it runs
+-----------
+
+Each caller operation takes effect when it is called, before it first yields
+(`checkpoint_if_cancelled` first, a cancel-shielded checkpoint last), so
+operations take effect in the order they are made and a cancelled caller changes
+nothing. Each event is handled in two halves: every state change of the step happens at
+once, with no await in between (so another task never sees half a step), and
+then its I/O is performed in the spec's order — the turn onto the engine first,
+store writes after. Store writes go through one writer task in submission order,
+so the rows on disk are always in the order of the queue in memory. The run's
+messages are read by `pump_chat_run` in a task of the session's task group, one
+at a time; the start of a run is another such task. `ChatSession.open` owns the
+task group.
+
+The persisted queue (DESIGN.md §5): `enqueue` writes the row before returning;
+the rows of a drained turn are deleted once the turn is sent, and kept (so they
+go back to the queue) when its run fails to start; `stop` deletes every row; a
+session opened on a box with rows drains them into a fresh run at once. Delivery
+is at least once: a crash between sending a turn and deleting its rows sends
+those texts again after the restart, which beats losing them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
+
+from beebox_impl.engine.protocol import Engine, Run, StartOptions
+from beebox_impl.session.events import (
+    DEFAULT_EVENT_BUFFER,
+    ChatEvent,
+    Closed,
+    Done,
+    EventFanout,
+    EventSubscription,
+    Message,
+    SessionIdAssigned,
+    StartFailed,
+    Task,
+    TurnText,
+)
+from beebox_impl.session.pump import PumpCounters, pump_chat_run
+from beebox_impl.session.writer import StoreWriter
+from beebox_impl.store.protocols import QueueStore, SessionIdStore
+from beebox_spec.chat_session import QUEUE_SEPARATOR, combine_queued_texts
+from beebox_spec.errors import InvariantError
+from beebox_spec.lifecycle import (
+    IDLE,
+    Lifecycle,
+    Phase,
+    Ready,
+    Starting,
+    Stopping,
+    Streaming,
+    after_turn_result,
+    has_open_run,
+    is_busy,
+    lifecycle_run,
+    next_lifecycle,
+)
+from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
+
+__all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook"]
+
+_log = logging.getLogger(__name__)
+
+# Called with a finished turn's text, after busy flipped off (rule 5).
+FeatureDeltaHook = Callable[[str], None]
+
+
+@dataclass(eq=False)
+class ChatRun:
+    """One engine run as a session holds it.
+
+    ``number`` counts the runs the session asked for, from 1; ``close_requested``
+    turns true when the session asks to close it: from then on it takes no turns
+    (the close window), while its message stream is still ending.
+    """
+
+    number: int
+    run: Run
+    close_requested: bool = False
+
+
+@dataclass(eq=False)
+class _QueuedText:
+    """A text waiting for a turn.
+
+    ``persisted`` texts came through `ChatSession.enqueue` and have a queue row
+    (``row_id`` once the writer has written it); a caller's `send` is never
+    persisted.
+    """
+
+    text: str
+    persisted: bool = False
+    row_id: int | None = None
+
+
+@dataclass(frozen=True)
+class _SendTurn:
+    """I/O half of a step: send ``entries`` as one turn on ``handle``."""
+
+    handle: ChatRun
+    entries: tuple[_QueuedText, ...]
+
+    @property
+    def text(self) -> str:
+        return combine_queued_texts(tuple(entry.text for entry in self.entries))
+
+
+@dataclass(frozen=True)
+class _StartRun:
+    """I/O half of a step: start run ``number``, resuming ``resume_session_id``."""
+
+    number: int
+    resume_session_id: str | None
+
+
+_Plan = _SendTurn | _StartRun | None
+
+
+class ChatSession:
+    """The whole-box chat session. Open it with `ChatSession.open`; see the module doc."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        box_root: Path,
+        queue_store: QueueStore,
+        session_id_store: SessionIdStore,
+        task_group: TaskGroup,
+        model: str | None = None,
+        apply_feature_deltas: FeatureDeltaHook | None = None,
+    ) -> None:
+        self._engine = engine
+        self._box_root = box_root
+        self._queue_store = queue_store
+        self._session_id_store = session_id_store
+        self._task_group = task_group
+        self._model = model
+        self._apply_feature_deltas = apply_feature_deltas
+        self._lifecycle: Lifecycle[ChatRun] = IDLE
+        self._session_id: str | None = None
+        self._queue: list[_QueuedText] = []
+        self._first_turn: list[_QueuedText] = []
+        self._first_turn_drained = False
+        self._turn_text = ""
+        self._runs_started = 0
+        self._closed = False
+        self._events = EventFanout[ChatEvent]()
+        self._writer = StoreWriter("chat session")
+        self.counters = PumpCounters()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        engine: Engine,
+        box_root: Path,
+        queue_store: QueueStore,
+        session_id_store: SessionIdStore,
+        model: str | None = None,
+        apply_feature_deltas: FeatureDeltaHook | None = None,
+    ) -> AsyncIterator[ChatSession]:
+        """Open the box's chat: load its session id and queue; a non-empty queue (left by
+        a crash) drains into a fresh run at once. On exit the session's tasks are
+        cancelled and its run is closed; the queue rows stay for the next open."""
+        session: ChatSession | None = None
+        try:
+            async with anyio.create_task_group() as task_group:
+                session = cls(
+                    engine=engine,
+                    box_root=box_root,
+                    queue_store=queue_store,
+                    session_id_store=session_id_store,
+                    task_group=task_group,
+                    model=model,
+                    apply_feature_deltas=apply_feature_deltas,
+                )
+                task_group.start_soon(session._writer.run, name="chat session store writer")
+                try:
+                    await session._load()
+                    yield session
+                finally:
+                    session._closed = True
+                    with anyio.CancelScope(shield=True):
+                        await session._writer.flush()
+                    task_group.cancel_scope.cancel()
+        finally:
+            if session is not None:
+                with anyio.CancelScope(shield=True):
+                    await session._release_run()
+                session._events.close()
+
+    # --- Readings ------------------------------------------------------------------
+
+    @property
+    def lifecycle(self) -> Lifecycle[ChatRun]:
+        """The current lifecycle value (phase, and the run it holds)."""
+        return self._lifecycle
+
+    @property
+    def phase(self) -> Phase:
+        return self._lifecycle.phase
+
+    @property
+    def busy(self) -> bool:
+        """`isBusy()`: a turn in flight, or a run starting (`beebox_spec.lifecycle.is_busy`)."""
+        was_busy = isinstance(self._lifecycle, Stopping) and self._lifecycle.was_busy
+        return is_busy(self._lifecycle.phase, was_busy=was_busy)
+
+    @property
+    def running(self) -> bool:
+        """`isRunning()`: the session holds a run it has not asked to close."""
+        handle = lifecycle_run(self._lifecycle)
+        return has_open_run(
+            self._lifecycle, close_requested=handle is not None and handle.close_requested
+        )
+
+    @property
+    def queue(self) -> tuple[str, ...]:
+        """The texts waiting for the next turn, oldest first."""
+        return tuple(entry.text for entry in self._queue)
+
+    @property
+    def session_id(self) -> str | None:
+        """The SDK session id the next run resumes (None: a new session)."""
+        return self._session_id
+
+    @property
+    def runs_started(self) -> int:
+        """How many runs the session has asked the engine for."""
+        return self._runs_started
+
+    def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[ChatEvent]:
+        """Listen to the session's events from now on (see `beebox_impl.session.events`)."""
+        return self._events.subscribe(max_buffer)
+
+    # --- Caller operations -----------------------------------------------------------
+
+    async def send(self, text: str) -> bool:
+        """Send ``text`` as a turn; False when refused (busy, or the close window).
+
+        From ``idle`` it returns True once the text is committed as the first turn of
+        the run it starts; a start that then fails is heard as `StartFailed`. Onto an
+        open run, an error of the engine's ``send`` is raised to the caller (the run
+        is dying; its close handler follows).
+        """
+        await self._enter()
+        accepted, plan = self._begin_send((_QueuedText(text),), drained=False)
+        if isinstance(plan, _SendTurn):
+            # A caller's turn that cannot reach the engine is the caller's to hear about.
+            await plan.handle.run.send(plan.text)
+        else:
+            await self._perform(plan)
+        await self._leave()
+        return accepted
+
+    async def enqueue(self, text: str) -> None:
+        """Queue ``text`` for the next turn; returns once it is persisted."""
+        await self._enter()
+        entry = _QueuedText(text, persisted=True)
+        self._queue.append(entry)
+        written = self._writer.submit(partial(self._persist, entry))
+        try:
+            await written.wait()
+        except Exception:
+            # Not persisted means not accepted: take it back unless a turn already took it.
+            if entry in self._queue:
+                self._queue.remove(entry)
+            raise
+        await self._leave()
+
+    async def stop(self) -> None:
+        """Stop: close the run, clear the queue; the close handler will not drain."""
+        await self._enter()
+        handle = self._begin_stop()
+        if handle is not None:
+            await self._finish_stop(handle)
+        await self._leave()
+
+    async def restart(self) -> None:
+        """Close the run, keeping the phase: the close handler drains into a fresh run."""
+        await self._enter()
+        handle = self._begin_restart()
+        if handle is None:
+            _log.info("restart: no open run")
+        else:
+            await self._close_run(handle)
+        await self._leave()
+
+    async def reset_session(self) -> None:
+        """`stop` and forget the saved session id."""
+        await self._enter()
+        handle = self._begin_stop()
+        self._session_id = None
+        forgotten = self._writer.submit(self._session_id_store.forget)
+        if handle is not None:
+            await self._finish_stop(handle)
+        await forgotten.wait()
+        await self._leave()
+
+    async def interrupt(self) -> None:
+        """Interrupt the turn in flight; the run stays open. Failures are logged."""
+        await self._enter()
+        handle = lifecycle_run(self._lifecycle)
+        if handle is None or handle.close_requested:
+            _log.info("interrupt: no open run")
+        else:
+            try:
+                await handle.run.interrupt()
+            except Exception as error:
+                _log.warning("interrupt failed: %r", error)
+        await self._leave()
+
+    # --- The state halves of the steps (no await inside) -------------------------
+
+    def _can_accept_send(self) -> bool:
+        # Rule 1: not busy, and an open run to take the turn or an idle session to start one.
+        if self.busy:
+            return False
+        return self.running or self._lifecycle.phase is Phase.IDLE
+
+    def _begin_send(self, entries: Sequence[_QueuedText], *, drained: bool) -> tuple[bool, _Plan]:
+        """Rule 1: take ``entries`` as one turn, or refuse."""
+        if not self._can_accept_send():
+            return False, None
+        handle = lifecycle_run(self._lifecycle)
+        if handle is not None:
+            self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
+            self._turn_text = ""
+            return True, _SendTurn(handle, tuple(entries))
+        self._lifecycle = next_lifecycle(self._lifecycle, Starting())
+        self._runs_started += 1
+        self._first_turn = list(entries)
+        self._first_turn_drained = drained
+        return True, _StartRun(self._runs_started, self._session_id)
+
+    def _begin_drain(self) -> _Plan:
+        """Rule 4: the whole queue as one turn, unless that send would be refused."""
+        if not self._queue or not self._can_accept_send():
+            return None
+        entries, self._queue = self._queue, []
+        _accepted, plan = self._begin_send(entries, drained=True)
+        return plan
+
+    def _begin_stop(self) -> ChatRun | None:
+        """Rule 6: ``stopping``, queue cleared; returns the run to close (None: no-op)."""
+        state = self._lifecycle
+        if not self.running or not isinstance(state, Ready | Streaming):
+            return None
+        handle = state.run
+        self._lifecycle = next_lifecycle(
+            state, Stopping(handle, was_busy=isinstance(state, Streaming))
+        )
+        self._queue = []
+        handle.close_requested = True
+        return handle
+
+    def _begin_restart(self) -> ChatRun | None:
+        """Rule 6: mark the open run closing and leave the phase alone."""
+        handle = lifecycle_run(self._lifecycle)
+        if handle is None or handle.close_requested:
+            return None
+        handle.close_requested = True
+        return handle
+
+    def _run_opened(self, handle: ChatRun) -> _SendTurn:
+        """Rule 2: ``starting → ready → streaming`` with the first turn."""
+        ready = next_lifecycle(self._lifecycle, Ready(handle))
+        entries = (*self._first_turn, *self._queue)
+        self._first_turn, self._first_turn_drained, self._queue = [], False, []
+        self._lifecycle = next_lifecycle(ready, Streaming(handle))
+        self._turn_text = ""
+        return _SendTurn(handle, entries)
+
+    def _run_failed_to_open(self, reason: str) -> StartFailed:
+        """Rule 2: back to ``idle``; drained texts go back to the head of the queue."""
+        self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
+        first_turn, drained = self._first_turn, self._first_turn_drained
+        self._first_turn, self._first_turn_drained = [], False
+        if drained:
+            self._queue = [*first_turn, *self._queue]
+            return StartFailed(reason, None)
+        (caller_text,) = first_turn
+        return StartFailed(reason, caller_text.text)
+
+    def _take_session_id(self, message: AdaptedMessage) -> str | None:
+        """Rule 7: the id to save when ``message`` carries a new one."""
+        session_id = message.get("session_id")
+        if not isinstance(session_id, str) or not session_id or session_id == self._session_id:
+            return None
+        self._session_id = session_id
+        return session_id
+
+    def _turn_finished(self) -> _Plan:
+        """Rule 5, in its order: busy off, done, turn text and features, drain."""
+        self._lifecycle = after_turn_result(self._lifecycle)
+        self._events.publish(Done())
+        if self._turn_text:
+            self._events.publish(TurnText(self._turn_text))
+            self._feature_deltas(self._turn_text)
+        return self._begin_drain()
+
+    def _run_ended(self, handle: ChatRun) -> _Plan:
+        """Rule 6's close handler: ``idle``; drain unless this was a deliberate stop."""
+        self._require_current(handle, "closed")
+        intentional = isinstance(self._lifecycle, Stopping)
+        self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
+        self._events.publish(Closed(0 if intentional else None))
+        if intentional:
+            return None
+        return self._begin_drain()
+
+    def _require_current(self, handle: ChatRun, what: str) -> None:
+        # The session never lets go of a run before its close: anything else is a bug.
+        if lifecycle_run(self._lifecycle) is not handle:
+            raise InvariantError(f"run {handle.number} {what} while {self._lifecycle.phase}")
+
+    def _feature_deltas(self, turn_text: str) -> None:
+        if self._apply_feature_deltas is None:
+            return
+        try:
+            self._apply_feature_deltas(turn_text)
+        except Exception as error:
+            # A listener's failure must not take the turn's end (and the drain) with it.
+            _log.warning("applying feature deltas failed: %r", error)
+
+    # --- The I/O halves ------------------------------------------------------------
+
+    async def _enter(self) -> None:
+        # A cancelled caller changes nothing; otherwise the call takes effect before it
+        # first yields, so calls take effect in the order they are made (see `_leave`).
+        await checkpoint_if_cancelled()
+        if self._closed:
+            raise anyio.ClosedResourceError("the chat session is closed")
+
+    async def _leave(self) -> None:
+        # Every call yields once it has taken effect, whether or not it did I/O; a
+        # cancellation arriving now must not pretend the call did not happen.
+        await cancel_shielded_checkpoint()
+
+    async def _load(self) -> None:
+        self._session_id = await self._session_id_store.load()
+        rows = await self._queue_store.load()
+        self._queue = [_QueuedText(row.text, persisted=True, row_id=row.row_id) for row in rows]
+        if rows:
+            _log.info("draining %d queued message(s) left from before", len(rows))
+        await self._perform(self._begin_drain())
+
+    async def _perform(self, plan: _Plan) -> None:
+        if isinstance(plan, _StartRun):
+            self._task_group.start_soon(
+                self._start_run, plan.number, plan.resume_session_id, name="chat run start"
+            )
+        elif isinstance(plan, _SendTurn):
+            await self._send_turn(plan)
+
+    async def _send_turn(self, plan: _SendTurn) -> None:
+        try:
+            await plan.handle.run.send(plan.text)
+        except Exception as error:
+            # The run is dying; its close handler follows. The rows stay, so a restart retries.
+            _log.warning("sending a turn on run %d failed: %r", plan.handle.number, error)
+            return
+        self._delete_rows(plan.entries)
+
+    def _delete_rows(self, entries: Sequence[_QueuedText]) -> None:
+        async def delete() -> None:
+            # Read the ids now: the writer has already written every one of these rows.
+            row_ids = [entry.row_id for entry in entries if entry.row_id is not None]
+            if row_ids:
+                await self._queue_store.delete(row_ids)
+
+        if any(entry.persisted for entry in entries):
+            self._writer.submit(delete)
+
+    async def _persist(self, entry: _QueuedText) -> None:
+        entry.row_id = await self._queue_store.append(entry.text)
+
+    async def _start_run(self, number: int, resume_session_id: str | None) -> None:
+        options = StartOptions(
+            cwd=self._box_root, resume_session_id=resume_session_id, model=self._model
+        )
+        try:
+            run = await self._engine.start(options)
+        except Exception as error:
+            _log.warning("starting chat run %d failed: %r", number, error)
+            self._events.publish(self._run_failed_to_open(str(error) or type(error).__name__))
+            return
+        handle = ChatRun(number, run)
+        first_turn = self._run_opened(handle)
+        self._task_group.start_soon(self._pump, handle, name=f"chat run {number} pump")
+        await self._send_turn(first_turn)
+
+    async def _pump(self, handle: ChatRun) -> None:
+        await pump_chat_run(
+            handle.run,
+            on_message=partial(self._on_message, handle),
+            on_close=partial(self._on_close, handle),
+            counters=self.counters,
+        )
+
+    async def _on_message(self, handle: ChatRun, message: AdaptedMessage) -> None:
+        self._require_current(handle, "sent a message")
+        new_session_id = self._take_session_id(message)
+        if new_session_id is not None:
+            self._writer.submit(partial(self._session_id_store.save, new_session_id))
+            self._events.publish(SessionIdAssigned(new_session_id))
+        if message["type"] == "task":
+            self._events.publish(Task(message))
+            return
+        self._turn_text = accumulate_assistant_text(self._turn_text, message)
+        self._events.publish(Message(message))
+        if message["type"] != "result":
+            return
+        if message["is_error"]:
+            _log.warning("the turn ended in an error result (%s)", message["subtype"])
+        await self._perform(self._turn_finished())
+
+    async def _on_close(self, handle: ChatRun) -> None:
+        await self._perform(self._run_ended(handle))
+
+    async def _finish_stop(self, handle: ChatRun) -> None:
+        cleared = self._writer.submit(self._queue_store.clear)
+        await self._close_run(handle)
+        await cleared.wait()
+
+    async def _close_run(self, handle: ChatRun) -> None:
+        try:
+            await handle.run.close()
+        except Exception as error:
+            _log.warning("closing run %d failed: %r", handle.number, error)
+
+    async def _release_run(self) -> None:
+        """On exit: close the run the session holds, without reacting to its end."""
+        handle = lifecycle_run(self._lifecycle)
+        if handle is not None:
+            handle.close_requested = True
+            await self._close_run(handle)

@@ -1,0 +1,248 @@
+"""What a session tells its listeners, and how it tells them without waiting on them.
+
+The events are the `Emit` effects of the spec models (`beebox_spec.chat_session`,
+`beebox_spec.thread_pool`), one class each, with the name the spec gives it in
+`name`, plus `StartFailed` for the chat's `ReportStartFailed`:
+
+=====================  ==============  =======================================
+event                  name            sent by
+=====================  ==============  =======================================
+`SessionIdAssigned`    session-id      `ChatSession` (the SDK assigned an id)
+`SessionStarted`       session         `ChatThreadSession` (its first id)
+`Message`              message         both (an adapted SDK message)
+`Task`                 task            `ChatSession` (background-task lifecycle)
+`Done`                 done            both (a turn's ``result`` arrived)
+`TurnText`             turn-text       both (the finished turn's text)
+`ChatResponse`         chat-response   `ChatThreadSession` (a complete block)
+`Closed`               close           both (``0`` after a deliberate stop)
+`StartFailed`          start-failed    `ChatSession` (a run could not start)
+=====================  ==============  =======================================
+
+Delivery
+--------
+
+`EventFanout.publish` never waits: each subscriber has its own bounded memory
+object stream, and the session puts events on it with ``send_nowait`` in the
+order it emits them. A slow listener therefore cannot wedge a turn.
+
+Overflow policy: a subscriber whose buffer is full when an event arrives is *cut
+off*. Its stream is closed at once; it still receives every event it already
+holds, in order, then the stream ends and `EventSubscription.overflowed` reads
+true. It never sees a stream with a hole in it; to recover it re-reads the
+session's state and subscribes again. Events published while nobody listens are
+gone (the session's state, not its event log, is the record).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import ClassVar, Generic, Literal, TypeAlias, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from beebox_spec.sdk_messages import AdaptedMessage, TaskMessage
+
+__all__ = [
+    "DEFAULT_EVENT_BUFFER",
+    "ChatEvent",
+    "ChatResponse",
+    "Closed",
+    "Done",
+    "EventFanout",
+    "EventSubscription",
+    "Message",
+    "SessionIdAssigned",
+    "SessionStarted",
+    "StartFailed",
+    "Task",
+    "ThreadSessionEvent",
+    "TurnText",
+]
+
+# Room for a few turns' worth of messages before a listener that stopped reading is cut off.
+DEFAULT_EVENT_BUFFER = 1024
+
+
+@dataclass(frozen=True)
+class SessionIdAssigned:
+    """The SDK assigned the whole-box chat a session id.
+
+    Its save is queued on the session's store writer before this is published, so
+    it is on disk soon after, in order with the session's other writes.
+    """
+
+    session_id: str
+    name: ClassVar[Literal["session-id"]] = "session-id"
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    """A thread session learnt its (first) SDK session id."""
+
+    session_id: str
+    name: ClassVar[Literal["session"]] = "session"
+
+
+@dataclass(frozen=True)
+class Message:
+    """An adapted SDK message of the current run."""
+
+    message: AdaptedMessage
+    name: ClassVar[Literal["message"]] = "message"
+
+
+@dataclass(frozen=True)
+class Task:
+    """A background task's lifecycle event."""
+
+    message: TaskMessage
+    name: ClassVar[Literal["task"]] = "task"
+
+
+@dataclass(frozen=True)
+class Done:
+    """The turn's ``result`` arrived; the session already reads not busy."""
+
+    name: ClassVar[Literal["done"]] = "done"
+
+
+@dataclass(frozen=True)
+class TurnText:
+    """The finished turn's assistant text."""
+
+    text: str
+    name: ClassVar[Literal["turn-text"]] = "turn-text"
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    """One complete ``<chat-response>`` block, trimmed."""
+
+    text: str
+    name: ClassVar[Literal["chat-response"]] = "chat-response"
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A run's message stream ended: ``code`` is ``0`` after a deliberate stop, else None."""
+
+    code: int | None
+    name: ClassVar[Literal["close"]] = "close"
+
+
+@dataclass(frozen=True)
+class StartFailed:
+    """A run could not be started.
+
+    ``failed_text`` is the caller's text that was to be its first turn (now
+    undelivered); None when the first turn was drained from the queue, whose texts
+    went back to the head of the queue.
+    """
+
+    reason: str
+    failed_text: str | None
+    name: ClassVar[Literal["start-failed"]] = "start-failed"
+
+
+ChatEvent: TypeAlias = SessionIdAssigned | Message | Task | Done | TurnText | Closed | StartFailed
+ThreadSessionEvent: TypeAlias = SessionStarted | Message | Done | TurnText | ChatResponse | Closed
+
+EventT = TypeVar("EventT")
+
+
+class EventSubscription(Generic[EventT]):
+    """One listener's view of a session's events: iterate it, or `receive_nowait`.
+
+    Use it as a context manager (``with session.subscribe() as events:``) so it
+    is unsubscribed when the listener is done.
+    """
+
+    def __init__(self, receive: MemoryObjectReceiveStream[EventT]) -> None:
+        self._receive = receive
+        self.overflowed = False
+
+    def __enter__(self) -> EventSubscription[EventT]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening; the session drops this subscriber at its next event."""
+        self._receive.close()
+
+    def __aiter__(self) -> AsyncIterator[EventT]:
+        return self._receive.__aiter__()
+
+    async def receive(self) -> EventT:
+        """The next event; raises `anyio.EndOfStream` once a cut-off stream is drained."""
+        return await self._receive.receive()
+
+    def receive_nowait(self) -> EventT:
+        """The next event if one is waiting; raises `anyio.WouldBlock` otherwise."""
+        return self._receive.receive_nowait()
+
+    def drain_nowait(self) -> list[EventT]:
+        """Every event waiting now, in order."""
+        events: list[EventT] = []
+        while True:
+            try:
+                events.append(self._receive.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                return events
+
+
+@dataclass
+class _Subscriber(Generic[EventT]):
+    send: MemoryObjectSendStream[EventT]
+    subscription: EventSubscription[EventT]
+
+
+class EventFanout(Generic[EventT]):
+    """Publishes each event to every current subscriber without waiting (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[_Subscriber[EventT]] = []
+
+    def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[EventT]:
+        """A new subscription holding up to ``max_buffer`` unread events."""
+        # A bounded buffer is the point: refuse the unbounded one.
+        if not 0 < max_buffer < math.inf:
+            raise ValueError("max_buffer must be a positive, finite number of events")
+        send, receive = anyio.create_memory_object_stream[EventT](max_buffer)
+        subscription = EventSubscription(receive)
+        self._subscribers.append(_Subscriber(send, subscription))
+        return subscription
+
+    def publish(self, event: EventT) -> None:
+        """Hand ``event`` to every subscriber now; cut off those that are full."""
+        kept: list[_Subscriber[EventT]] = []
+        for subscriber in self._subscribers:
+            try:
+                subscriber.send.send_nowait(event)
+            except anyio.WouldBlock:
+                # The overflow policy: end this listener's stream rather than skip an event.
+                subscriber.subscription.overflowed = True
+                subscriber.send.close()
+                continue
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # The listener closed its subscription.
+                subscriber.send.close()
+                continue
+            kept.append(subscriber)
+        self._subscribers = kept
+
+    def close(self) -> None:
+        """End every subscriber's stream (the session is closing)."""
+        for subscriber in self._subscribers:
+            subscriber.send.close()
+        self._subscribers = []

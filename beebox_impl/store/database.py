@@ -1,0 +1,293 @@
+"""The box's SQLite database: ``<box>/.beebox/box.sqlite3``.
+
+One file per box, opened with the standard library's `sqlite3` in WAL mode with
+``synchronous=FULL``: a row is on disk when the call that wrote it returns, so a
+message the box accepted survives a crash (DESIGN.md §5).
+
+Schema versions
+---------------
+
+The schema is versioned with ``PRAGMA user_version``. `MIGRATIONS` is the list of
+steps; step *n* (counting from 1) takes the schema from version *n − 1* to *n*.
+Opening a database applies, in one transaction, every step past its version, so
+later parts of the box add tables by appending a step, never by editing one. A
+database from a newer beebox (a version past the last step) is refused.
+
+Version 1 holds what the chat sessions persist:
+
+- ``chat_queue`` — the whole-box chat's queued messages, oldest first by ``id``
+  (`SqliteQueueStore`);
+- ``thread_sessions`` — the pool's per-thread records (`SqliteThreadRecordStore`).
+
+Threads
+-------
+
+Every call runs in a worker thread (`anyio.to_thread.run_sync`), so the event loop
+never waits on the disk. One connection serves the box, shared by the worker
+threads under a lock: SQLite serialises writers anyway, and one connection keeps
+the pragmas in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Final, TypeVar
+
+import anyio.to_thread
+
+from beebox_impl.store.protocols import QueuedRow
+from beebox_spec.thread_pool import ThreadRecord
+
+__all__ = [
+    "DATABASE_NAME",
+    "MIGRATIONS",
+    "BoxDatabase",
+    "SchemaTooNewError",
+    "SqliteQueueStore",
+    "SqliteThreadRecordStore",
+    "database_path",
+]
+
+DATABASE_NAME: Final = "box.sqlite3"
+
+# Step n (from 1) moves the schema from version n-1 to n. Append; never edit a step.
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    (
+        """CREATE TABLE chat_queue (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            text TEXT NOT NULL
+        )""",
+        """CREATE TABLE thread_sessions (
+            thread_ref TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT NOT NULL,
+            message_count INTEGER NOT NULL
+        )""",
+    ),
+)
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was written by a newer beebox: its schema version is past ours."""
+
+
+def database_path(box_root: Path) -> Path:
+    """Where a box keeps its database."""
+    return box_root / ".beebox" / DATABASE_NAME
+
+
+def _migrate(connection: sqlite3.Connection) -> int:
+    """Bring the schema up to the last step; return the version it is at."""
+    (version,) = connection.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise SchemaTooNewError(
+            f"database schema version {version} is newer than this beebox ({len(MIGRATIONS)})"
+        )
+    if version == len(MIGRATIONS):
+        return int(version)
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                connection.execute(statement)
+        # PRAGMA takes no parameters; the value is our own integer.
+        connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Autocommit mode: every write below opens its own transaction explicitly.
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        connection.execute("PRAGMA busy_timeout=5000")
+        _migrate(connection)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+class BoxDatabase:
+    """The open database of one box. Use ``async with await BoxDatabase.open(root)``
+    or call `aclose`."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection: sqlite3.Connection | None = connection
+        self._lock = threading.Lock()
+        self.path = path
+        self.chat_queue = SqliteQueueStore(self)
+        self.thread_records = SqliteThreadRecordStore(self)
+
+    @classmethod
+    async def open(cls, box_root: Path) -> BoxDatabase:
+        """Open (creating and migrating as needed) the database of the box at ``box_root``."""
+        path = database_path(box_root)
+        connection = await anyio.to_thread.run_sync(_connect, path)
+        return cls(connection, path)
+
+    async def __aenter__(self) -> BoxDatabase:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection; later calls raise."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await anyio.to_thread.run_sync(self._close_locked, connection)
+
+    def _close_locked(self, connection: sqlite3.Connection) -> None:
+        with self._lock:
+            connection.close()
+
+    async def schema_version(self) -> int:
+        """The schema version the database is at (``PRAGMA user_version``)."""
+        row = await self.read(lambda c: c.execute("PRAGMA user_version").fetchone())
+        return int(row[0])
+
+    async def read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``query`` on the connection in a worker thread."""
+        return await anyio.to_thread.run_sync(self._locked, query, False)
+
+    async def write(self, change: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``change`` in one write transaction in a worker thread; committed on return."""
+        return await anyio.to_thread.run_sync(self._locked, change, True)
+
+    def _locked(self, work: Callable[[sqlite3.Connection], T], transaction: bool) -> T:
+        with self._lock:
+            connection = self._connection
+            if connection is None:
+                raise sqlite3.ProgrammingError("the box database is closed")
+            if not transaction:
+                return work(connection)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(connection)
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            return result
+
+
+class SqliteQueueStore:
+    """The chat's persisted queue, in the ``chat_queue`` table (a `QueueStore`)."""
+
+    def __init__(self, database: BoxDatabase) -> None:
+        self._database = database
+
+    async def load(self) -> list[QueuedRow]:
+        rows = await self._database.read(
+            lambda c: c.execute("SELECT id, text FROM chat_queue ORDER BY id").fetchall()
+        )
+        return [QueuedRow(int(row_id), str(text)) for row_id, text in rows]
+
+    async def append(self, text: str) -> int:
+        def insert(connection: sqlite3.Connection) -> int:
+            cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+        return await self._database.write(insert)
+
+    async def delete(self, row_ids: Sequence[int]) -> None:
+        ids = [(row_id,) for row_id in row_ids]
+        if not ids:
+            return
+        await self._database.write(
+            lambda c: c.executemany("DELETE FROM chat_queue WHERE id = ?", ids)
+        )
+
+    async def clear(self) -> None:
+        await self._database.write(lambda c: c.execute("DELETE FROM chat_queue"))
+
+
+def _record_from_row(row: Sequence[object]) -> tuple[str, ThreadRecord] | None:
+    """A row as (thread ref, record), or None when a value has the wrong shape."""
+    thread_ref, session_id, created_at, last_used_at, message_count = row
+    # Columns are typed, but SQLite stores what it is given: check every value.
+    if not (
+        isinstance(thread_ref, str)
+        and isinstance(session_id, str)
+        and session_id
+        and isinstance(created_at, str)
+        and isinstance(last_used_at, str)
+        and isinstance(message_count, int)
+        and message_count >= 0
+    ):
+        return None
+    return thread_ref, ThreadRecord(
+        sessionId=session_id,
+        createdAt=created_at,
+        lastUsedAt=last_used_at,
+        messageCount=message_count,
+    )
+
+
+class SqliteThreadRecordStore:
+    """The pool's thread records, in the ``thread_sessions`` table (a `ThreadRecordStore`)."""
+
+    def __init__(self, database: BoxDatabase) -> None:
+        self._database = database
+
+    async def load_all(self) -> dict[str, ThreadRecord]:
+        rows = await self._database.read(
+            lambda c: c.execute(
+                "SELECT thread_ref, session_id, created_at, last_used_at, message_count"
+                " FROM thread_sessions ORDER BY thread_ref"
+            ).fetchall()
+        )
+        records: dict[str, ThreadRecord] = {}
+        for row in rows:
+            parsed = _record_from_row(row)
+            # §3.4: a malformed record is dropped, not an error.
+            if parsed is None:
+                _log.warning("dropping a malformed thread-session record: %r", row[0])
+                continue
+            records[parsed[0]] = parsed[1]
+        return records
+
+    async def save(self, thread_ref: str, record: ThreadRecord) -> None:
+        values = (
+            thread_ref,
+            record["sessionId"],
+            record["createdAt"],
+            record["lastUsedAt"],
+            record["messageCount"],
+        )
+        await self._database.write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO thread_sessions"
+                " (thread_ref, session_id, created_at, last_used_at, message_count)"
+                " VALUES (?, ?, ?, ?, ?)",
+                values,
+            )
+        )
+
+    async def delete(self, thread_ref: str) -> None:
+        await self._database.write(
+            lambda c: c.execute("DELETE FROM thread_sessions WHERE thread_ref = ?", (thread_ref,))
+        )

@@ -1,0 +1,52 @@
+"""Reading agent transcripts: history slices, stripped photos, and photos served back.
+
+The production reader of Claude Code's JSONL transcripts, proven equal to the
+executable spec (`beebox_spec.transcript`, `beebox_spec.media`) by the property
+tests in `tests/impl/transcript/`; only the I/O and the speed differ:
+
+- `lines`: the one guarded reader (`read_line_records`): lines classified
+  parseable / stripped / oversize in memory bounded by the block size;
+- `strip`: the strip rule on bytes (`strip_inline_media_bytes`), fast, and
+  streaming over a line fed in chunks (`PayloadScanner`);
+- `index`: per-file offset indexes keyed by (path, device, inode, size, mtime),
+  extended as a transcript grows, in a thread-safe LRU (`TranscriptIndexCache`);
+- `history`: tail and page slices and the total (`read_history`);
+- `media`: the line by its own uuid (`find_media_line`) and one photo
+  (`fetch_media`);
+- `location`: where a box's transcripts live.
+
+Everything here is synchronous, blocking file work; async callers run it in a
+worker thread. There is no module state: caches are objects the caller owns.
+"""
+
+from __future__ import annotations
+
+from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
+from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache
+from beebox_impl.transcript.lines import LineRecord, read_line_records
+from beebox_impl.transcript.media import (
+    MediaFound,
+    MediaMissing,
+    MediaMissingReason,
+    extract_media_from_line,
+    fetch_media,
+    find_media_line,
+)
+from beebox_impl.transcript.strip import strip_inline_media_bytes
+
+__all__ = [
+    "LineRecord",
+    "MediaFound",
+    "MediaMissing",
+    "MediaMissingReason",
+    "PageSlice",
+    "TailSlice",
+    "TranscriptIndex",
+    "TranscriptIndexCache",
+    "extract_media_from_line",
+    "fetch_media",
+    "find_media_line",
+    "read_history",
+    "read_line_records",
+    "strip_inline_media_bytes",
+]

@@ -1,0 +1,434 @@
+"""Per-transcript offset indexes, and the cache that keeps them (DESIGN.md §5).
+
+An index records, for one file as it was at one `(path, device, inode, size,
+mtime)`, where every line sits and what it contributes: which lines yield history
+entries (so a slice of history reads only its own lines, by offset), and which
+line is the first whose own top-level `uuid` is a given id (so a photo costs one
+seek). It is built by one forward pass of the guarded reader
+(`beebox_impl.transcript.lines`), with the spec's per-line rules
+(`beebox_spec.transcript.entry_from_record`, `oversize_entry_from_head`), so it
+agrees with `beebox_spec.transcript.entries_from_lines` and
+`beebox_spec.media.find_line_by_uuid` by construction; the property tests check it.
+
+**The media lookup.** `find_line_by_uuid` takes, in file order, the lines holding
+the needle ``"uuid":"<id>"``: one over `MAX_MEDIA_LINE_BYTES` answers too-large,
+one that parses with that own uuid answers found. The index answers for ids of the
+media reference grammar (`SAFE_ID_RE`; others are looked up by a scan) from:
+
+- `line_uuid_keys`: for every line the pass parsed (its text, stripped or not:
+  stripping changes only base64 string contents, so the parse succeeds or fails
+  alike and the top-level `uuid` is the same), its own uuid when the line also
+  holds that uuid's needle, as a 64-bit key (`hash`, stable within the process);
+  the first line with an id's key is found by `array.index` at C speed. Eight
+  bytes a line instead of a dict entry of about a hundred: 64 cached indexes of
+  long chats stay small. Two ids sharing a key cost a scan, never a wrong answer
+  (the line found is verified);
+- `opaque_lines`: the lines the pass could not settle that way: oversize lines
+  (never parsed by the history read) and lines over `MAX_MEDIA_LINE_BYTES`, each
+  with the ids its ``"uuid":"`` needles name (`LineRecord.uuid_values`). Before
+  the first parsed line, a lookup walks these in order: a too-large one holding
+  the needle answers too-large, an oversize one holding it is parsed then (once;
+  the spec also materialises a line of up to 16 MiB to parse it).
+
+An id's needle holds no quote, so its presence is the same in the raw line and in
+the stripped one (a payload lies between two consecutive quotes, and a needle
+cannot end on a payload's opening quote).
+
+**Staleness.** An index is a snapshot, not changed after it is built (several
+threads may read it; only its cache of opaque lines' own uuids fills on demand,
+each entry written whole). When the file at the path is the same inode grown
+longer, and the bytes just before the last complete line's end are unchanged, a
+new index extends the old one from that point (a last line without its newline is
+read again, complete or not); any other change builds a new index. Reads through
+an index verify what they find (the line at an offset must still yield an entry,
+or carry the uuid); a mismatch drops the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from beebox_impl.transcript.lines import (
+    DEFAULT_BLOCK_BYTES,
+    LineRecord,
+    scan_line_records,
+)
+from beebox_spec.entries import JsonObject, SessionEntry
+from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
+from beebox_spec.transcript import entry_from_record, oversize_entry_from_head
+
+__all__ = [
+    "FileIdentity",
+    "OpaqueLine",
+    "TranscriptIndex",
+    "TranscriptIndexCache",
+    "interpret_line",
+    "is_indexed_uuid",
+    "uuid_key",
+    "uuid_needle",
+]
+
+_log = logging.getLogger(__name__)
+
+# How many bytes before the last complete line's end must be unchanged for a grown
+# file to be taken as appended to.
+_FINGERPRINT_BYTES: Final = 4096
+
+EntrySink = Callable[[int, SessionEntry], None]
+
+
+def uuid_needle(uuid: str) -> str:
+    """What `find_line_by_uuid` looks for in a line: ``"uuid":"<id>"``."""
+    return f'"uuid":"{uuid}"'
+
+
+# The key of a line without an id to find it by; no id's key is ever this.
+_NO_UUID: Final = 0
+
+
+def uuid_key(uuid: str) -> int:
+    """The 64-bit key an id is indexed under (never `_NO_UUID`)."""
+    return hash(uuid) or 1
+
+
+def is_indexed_uuid(uuid: str) -> bool:
+    """Whether the index answers for this id (the media reference grammar)."""
+    return SAFE_ID_RE.fullmatch(uuid) is not None
+
+
+def interpret_line(
+    record: LineRecord, session_id: str | None
+) -> tuple[SessionEntry | None, JsonObject | None]:
+    """What a classified line contributes: its entry (or None), and its parse.
+
+    `entries_from_lines` for one line. `session_id` names the session for the
+    references of a stripped line; whether there is an entry does not depend on it
+    (a stripped image shows as a reference or as its placeholder text, both kept).
+    """
+    if record.kind == "oversize":
+        assert record.head is not None, "an oversize line keeps its head"
+        stub = oversize_entry_from_head(record.head, record.utf8_bytes, record.line_number)
+        return stub, None
+    assert record.text is not None, "a parseable line keeps its text"
+    parsed = parse_json_object_or_none(record.text)
+    # Blank, a comment, half-written, or not an object: skipped.
+    if parsed is None:
+        return None, None
+    media_session_id = session_id if record.media_stripped else None
+    return entry_from_record(parsed, media_session_id), parsed
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """Which file, as it was: the index's key."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of_open_file(cls, path: Path, file: BinaryIO) -> FileIdentity | None:
+        """The identity of an open file, or None when it is not a regular file."""
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        path_text = os.fspath(path)
+        return cls(path_text, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+
+    def may_have_grown_from(self, older: FileIdentity) -> bool:
+        """The same file, longer: perhaps appended to (the fingerprint decides)."""
+        same_file = (self.path, self.device, self.inode) == (older.path, older.device, older.inode)
+        return same_file and self.size > older.size
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueLine:
+    """A line whose own uuid the pass did not read, or that is too large to serve.
+
+    `uuid_values` are the ids its ``"uuid":"`` needles name; None means too many
+    to list, and a lookup reads the line to look for its needle.
+    """
+
+    line_index: int
+    too_large: bool
+    uuid_values: frozenset[str] | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TranscriptIndex:
+    """One transcript's lines, as they were at `identity` (a snapshot, never changed).
+
+    Lines are indexed from 0 (line number − 1). The first `committed_lines` end
+    in a newline; a last line without one follows them, and an extension reads it
+    again. Every `committed_*` count says how much of the matching part belongs to
+    the complete lines. `scanned_from` is the byte where the pass that made this
+    snapshot started (0 for a build, the old end of complete lines for an extension).
+    """
+
+    identity: FileIdentity
+    line_offsets: array[int]
+    line_lengths: array[int]
+    entry_lines: array[int]
+    line_uuid_keys: array[int]
+    opaque_lines: tuple[OpaqueLine, ...]
+    unparsable_lines: int
+    committed_lines: int
+    committed_end: int
+    committed_entries: int
+    committed_opaque: int
+    committed_unparsable: int
+    fingerprint: bytes
+    scanned_from: int
+    # Own uuids of opaque lines read on demand (a cache beside the snapshot:
+    # a line's own uuid does not change while the identity holds).
+    opaque_own_uuids: dict[int, str | None] = field(default_factory=dict)
+
+    @property
+    def line_count(self) -> int:
+        """Every line, blank and unparsable ones included."""
+        return len(self.line_offsets)
+
+    @property
+    def entry_count(self) -> int:
+        """The history's total: how many lines yield an entry."""
+        return len(self.entry_lines)
+
+    def line_span(self, line_index: int) -> tuple[int, int]:
+        """Where line `line_index` sits: its byte offset and length."""
+        return self.line_offsets[line_index], self.line_lengths[line_index]
+
+    def first_line_with_uuid(self, uuid: str) -> int | None:
+        """The first parsed line whose own uuid is `uuid` (or shares its key) and
+        that holds its needle; the caller verifies it."""
+        try:
+            return self.line_uuid_keys.index(uuid_key(uuid))
+        except ValueError:
+            return None
+
+
+class _IndexBuilder:
+    # Accumulates a new index from a forward pass, starting from an older index's
+    # complete lines when extending it.
+    def __init__(self, base: TranscriptIndex | None) -> None:
+        if base is None:
+            self.line_offsets = array("q")
+            self.line_lengths = array("q")
+            self.entry_lines = array("q")
+            self.line_uuid_keys = array("q")
+            self.opaque: list[OpaqueLine] = []
+            self.unparsable = 0
+            self.opaque_own_uuids: dict[int, str | None] = {}
+            self.committed_end = 0
+        else:
+            lines = base.committed_lines
+            self.line_offsets = base.line_offsets[:lines]
+            self.line_lengths = base.line_lengths[:lines]
+            self.entry_lines = base.entry_lines[: base.committed_entries]
+            self.line_uuid_keys = base.line_uuid_keys[:lines]
+            self.opaque = list(base.opaque_lines[: base.committed_opaque])
+            self.unparsable = base.committed_unparsable
+            self.opaque_own_uuids = {
+                line: own for line, own in base.opaque_own_uuids.items() if line < lines
+            }
+            self.committed_end = base.committed_end
+        self.committed_lines = len(self.line_offsets)
+        self.committed_entries = len(self.entry_lines)
+        self.committed_opaque = len(self.opaque)
+        self.committed_unparsable = self.unparsable
+
+    def add(self, record: LineRecord, session_id: str | None, sink: EntrySink | None) -> None:
+        line_index = record.line_number - 1
+        assert line_index == len(self.line_offsets), "lines arrive in order"
+        self.line_offsets.append(record.offset)
+        self.line_lengths.append(record.length)
+        entry, parsed = interpret_line(record, session_id)
+        if record.kind == "parseable" and parsed is None and record.text:
+            self.unparsable += 1
+        if entry is not None:
+            if sink is not None:
+                sink(len(self.entry_lines), entry)
+            self.entry_lines.append(line_index)
+        own_uuid = _own_indexed_uuid(record, parsed)
+        too_large = record.utf8_bytes > MAX_MEDIA_LINE_BYTES
+        # Unsettled by the parse, or too large to serve, and naming some id.
+        if (record.kind == "oversize" or too_large) and record.uuid_values != frozenset():
+            self.opaque.append(OpaqueLine(line_index, too_large, record.uuid_values))
+        self.line_uuid_keys.append(_NO_UUID if own_uuid is None else uuid_key(own_uuid))
+        if record.terminated:
+            self.committed_lines = line_index + 1
+            self.committed_end = record.end
+            self.committed_entries = len(self.entry_lines)
+            self.committed_opaque = len(self.opaque)
+            self.committed_unparsable = self.unparsable
+
+    def build(
+        self, identity: FileIdentity, fingerprint: bytes, scanned_from: int
+    ) -> TranscriptIndex:
+        return TranscriptIndex(
+            identity=identity,
+            line_offsets=self.line_offsets,
+            line_lengths=self.line_lengths,
+            entry_lines=self.entry_lines,
+            line_uuid_keys=self.line_uuid_keys,
+            opaque_lines=tuple(self.opaque),
+            unparsable_lines=self.unparsable,
+            committed_lines=self.committed_lines,
+            committed_end=self.committed_end,
+            committed_entries=self.committed_entries,
+            committed_opaque=self.committed_opaque,
+            committed_unparsable=self.committed_unparsable,
+            fingerprint=fingerprint,
+            scanned_from=scanned_from,
+            opaque_own_uuids=self.opaque_own_uuids,
+        )
+
+
+def _own_indexed_uuid(record: LineRecord, parsed: JsonObject | None) -> str | None:
+    # The line's own top-level uuid, when the lookup could answer with this line.
+    if parsed is None:
+        return None
+    own = parsed.get("uuid")
+    if not isinstance(own, str) or not is_indexed_uuid(own):
+        return None
+    assert record.text is not None, "a parsed line has its text"
+    # Only a line holding its needle is a candidate at all.
+    return own if uuid_needle(own) in record.text else None
+
+
+def _fingerprint(file: BinaryIO, end: int) -> bytes:
+    # A digest of the bytes just before `end`: unchanged if the file was only appended to.
+    start = max(0, end - _FINGERPRINT_BYTES)
+    file.seek(start)
+    return hashlib.blake2b(file.read(end - start), digest_size=16).digest()
+
+
+def build_index(
+    path: Path,
+    file: BinaryIO,
+    identity: FileIdentity,
+    *,
+    base: TranscriptIndex | None = None,
+    session_id: str | None = None,
+    sink: EntrySink | None = None,
+    block_size: int = DEFAULT_BLOCK_BYTES,
+) -> TranscriptIndex:
+    """Index `file` up to `identity.size`, extending `base`'s complete lines if given.
+
+    Every entry the pass meets is handed to `sink` with its position in the
+    history (read with `session_id`), so a caller can keep the ones it wants.
+    """
+    builder = _IndexBuilder(base)
+    start, first_line = builder.committed_end, builder.committed_lines + 1
+    for record in scan_line_records(
+        file, start=start, stop=identity.size, first_line_number=first_line, block_size=block_size
+    ):
+        builder.add(record, session_id, sink)
+    index = builder.build(identity, _fingerprint(file, builder.committed_end), start)
+    _log.debug(
+        "indexed %s: %d lines (%d read from byte %d), %d entries, %d unparsable lines skipped",
+        path,
+        index.line_count,
+        index.line_count - first_line + 1,
+        start,
+        index.entry_count,
+        index.unparsable_lines,
+    )
+    return index
+
+
+class TranscriptIndexCache:
+    """A thread-safe LRU of per-file indexes (`capacity` files), keyed by path.
+
+    The lock guards only the map; reading files happens outside it. Two threads
+    that miss at once may both build; the later store wins, and both answers are
+    right for the file they read.
+    """
+
+    def __init__(self, capacity: int = 64, *, block_size: int = DEFAULT_BLOCK_BYTES) -> None:
+        # A cache that cannot hold one index would rebuild on every read.
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        # A block must hold at least one byte for the reader to make progress.
+        if block_size < 1:
+            raise ValueError(f"block_size must be at least 1, got {block_size}")
+        self.capacity = capacity
+        self.block_size = block_size
+        self._lock = threading.Lock()
+        self._indexes: OrderedDict[str, TranscriptIndex] = OrderedDict()
+
+    def index_for(
+        self,
+        path: Path,
+        file: BinaryIO,
+        *,
+        session_id: str | None = None,
+        sink: EntrySink | None = None,
+        rebuild: bool = False,
+    ) -> TranscriptIndex | None:
+        """The index of `file` (open on `path`), brought up to date; None if not a file.
+
+        `sink` receives the entries of whatever part of the file this call reads
+        (nothing when the cached index is current). `rebuild` ignores the cache.
+        """
+        identity = FileIdentity.of_open_file(path, file)
+        if identity is None:
+            return None
+        key = identity.path
+        with self._lock:
+            cached = None if rebuild else self._indexes.get(key)
+            if cached is not None:
+                self._indexes.move_to_end(key)
+        if cached is not None and cached.identity == identity:
+            return cached
+        # Appended to only if the bytes before the old last line's end are unchanged.
+        appended = (
+            cached is not None
+            and identity.may_have_grown_from(cached.identity)
+            and _fingerprint(file, cached.committed_end) == cached.fingerprint
+        )
+        base = cached if appended else None
+        index = build_index(
+            path,
+            file,
+            identity,
+            base=base,
+            session_id=session_id,
+            sink=sink,
+            block_size=self.block_size,
+        )
+        with self._lock:
+            self._indexes[key] = index
+            self._indexes.move_to_end(key)
+            while len(self._indexes) > self.capacity:
+                self._indexes.popitem(last=False)
+        return index
+
+    def cached(self, path: Path) -> TranscriptIndex | None:
+        """The index held for `path`, current or not (for diagnostics and tests)."""
+        with self._lock:
+            return self._indexes.get(os.fspath(path))
+
+    def discard(self, path: Path, stale: TranscriptIndex | None = None) -> None:
+        """Forget `path`'s index (found stale), unless another has replaced `stale`."""
+        key = os.fspath(path)
+        with self._lock:
+            held = self._indexes.get(key)
+            if held is not None and (stale is None or held is stale):
+                del self._indexes[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._indexes)

@@ -1,0 +1,443 @@
+"""The one guarded reader of a transcript: its lines, classified, in bounded memory.
+
+Proven equal (`tests/impl/transcript/test_equivalence.py`) to
+`beebox_spec.transcript.read_transcript_lines(split_transcript_lines(file bytes))`:
+the same lines, numbered the same, each `parseable` (as written, or stripped of
+its payloads) or `oversize`, with the same text; an oversize line's stub is
+`beebox_spec.transcript.oversize_entry_from_head` of the head and size kept here.
+
+What differs from the spec is only how the bytes are held:
+
+- **Splitting** is done on bytes. `"\\n"` and `"\\r"` are ASCII, and an ASCII byte
+  always decodes to itself (it ends any malformed sequence before it), so
+  splitting the bytes and decoding each line with `errors="replace"` gives the
+  spec's lines of the decoded file. A final newline adds no line; an empty file
+  has none; one `"\\r"` before a line's end is dropped, a final unterminated line
+  included.
+- **Short lines** (at most `LONG_LINE_BYTES` bytes) are held and classified with
+  the spec's own measures (`utf8_length`, `is_oversize_line`) on the decoded text.
+- **Long lines** are never held. They are fed in blocks to a `PayloadScanner`
+  (which keeps the stripped line only while it could still fit
+  `MAX_SESSION_LINE_BYTES`), an incremental UTF-8 decoder that counts the decoded
+  text's UTF-8 length (invalid bytes become U+FFFD, three bytes each), the first
+  `HEAD_BYTES` bytes (enough for `SNIFF_CHARS` UTF-16 units: no unit takes more
+  than three bytes), and a collector of the ids that follow ``"uuid":"`` (for the
+  media lookup, `beebox_impl.transcript.index`). A line longer than the bound is
+  oversize before stripping, since decoding never shortens a line's UTF-8.
+
+A line's `offset` and `length` delimit its bytes without the terminator (and
+without the dropped `"\\r"`), so `read_line_record_at` can read it again alone.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final, Literal
+
+from beebox_impl.transcript.strip import PayloadScanner, find_quoted, strip_inline_media_bytes
+from beebox_spec.javascript import utf8_length, utf16_prefix
+from beebox_spec.transcript import MAX_SESSION_LINE_BYTES, SNIFF_CHARS, is_oversize_line
+
+__all__ = [
+    "DEFAULT_BLOCK_BYTES",
+    "HEAD_BYTES",
+    "LONG_LINE_BYTES",
+    "MAX_UUID_VALUES",
+    "LineRecord",
+    "TranscriptChanged",
+    "UuidValueCollector",
+    "classify_line",
+    "open_transcript",
+    "read_chunks",
+    "read_line_record_at",
+    "read_line_records",
+    "scan_line_records",
+]
+
+# How much of the file one read takes: the reader's memory is a small multiple of it.
+DEFAULT_BLOCK_BYTES: Final = 256 * 1024
+
+# A line of more bytes than this is long: read in blocks, never held. One over the
+# bound, because one byte seen may be a "\r" its terminator takes, and the long path
+# relies on a long line's own bytes exceeding the bound (oversize before stripping).
+LONG_LINE_BYTES: Final = MAX_SESSION_LINE_BYTES + 1
+
+# The bytes kept of a long line's start for its stub: SNIFF_CHARS UTF-16 units
+# take at most 3 bytes each, plus a cut character's bytes.
+HEAD_BYTES: Final = 3 * SNIFF_CHARS + 16
+
+# A line naming more ids than this after ``"uuid":"`` records none of them, and a
+# lookup reads the line again instead (a bound on the index's memory).
+MAX_UUID_VALUES: Final = 256
+
+_UUID_KEY: Final = b'"uuid":"'
+# An id of the media reference grammar after the key, its closing quote looked at but
+# not consumed: a quote can close one value and open the next key.
+_UUID_VALUE_RE: Final = re.compile(rb'"uuid":"([A-Za-z0-9_-]{1,64})(?=")')
+# The longest match, less one byte: a match cut by a block boundary starts in these.
+_UUID_CARRY_BYTES: Final = len(_UUID_KEY) + 64
+
+
+class TranscriptChanged(Exception):
+    """The file no longer holds what an index recorded (a short read at an offset)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineRecord:
+    """One line of a transcript as the guard classifies it.
+
+    `offset`/`length` are its bytes in the file (terminator excluded), `end` where
+    the next line starts, `terminated` False only for a last line without a
+    newline (a line being written). `text` is the parseable text (stripped when
+    `media_stripped`); `head` and `utf8_bytes` are what an oversize line's stub
+    reads (`utf8_bytes` is the decoded line's UTF-8 length for every line).
+    `uuid_values`, for oversize lines and long ones (those the index may have to
+    look into again), are the ids X for which ``"uuid":"X"`` occurs in the line, or
+    None when there were too many; for other lines it is None (their text is here).
+    """
+
+    line_number: int
+    offset: int
+    length: int
+    end: int
+    terminated: bool
+    kind: Literal["parseable", "oversize"]
+    media_stripped: bool
+    text: str | None
+    head: str | None
+    utf8_bytes: int
+    uuid_values: frozenset[str] | None
+
+
+class UuidValueCollector:
+    """The media-grammar ids X for which ``"uuid":"X"`` occurs in bytes fed in chunks.
+
+    For such an X (ASCII, no quote) the needle occurs in the decoded line exactly
+    when it occurs in the bytes, and exactly when this collects X: the id is the
+    whole run of id characters up to the next quote.
+    """
+
+    def __init__(self) -> None:
+        self._carry = b""
+        self._values: set[str] | None = set()
+
+    def feed(self, chunk: bytes) -> None:
+        """Look at the next bytes (matches cut by the boundary are found next time)."""
+        if self._values is None:
+            return
+        # Without a quote (base64, say) the chunk completes no match; it may only
+        # be the middle of one that started in the carry.
+        if b'"' not in chunk:
+            self._carry = (self._carry + chunk[-_UUID_CARRY_BYTES:])[-_UUID_CARRY_BYTES:]
+            return
+        # A match cut by the boundary lies within the carry and the chunk's start;
+        # one seen twice lands in the set once. The chunk itself is not copied.
+        self._collect(self._carry + chunk[:_UUID_CARRY_BYTES])
+        self._collect(chunk)
+        if len(chunk) >= _UUID_CARRY_BYTES:
+            self._carry = chunk[-_UUID_CARRY_BYTES:]
+        else:
+            self._carry = (self._carry + chunk)[-_UUID_CARRY_BYTES:]
+
+    def _collect(self, window: bytes) -> None:
+        at, _ = find_quoted(window, (_UUID_KEY,), 0)
+        while at != -1 and self._values is not None:
+            match = _UUID_VALUE_RE.match(window, at)
+            if match is not None:
+                self._values.add(match.group(1).decode("ascii"))
+                # Too many to list: the lookup will read the line instead.
+                if len(self._values) > MAX_UUID_VALUES:
+                    self._values = None
+            at, _ = find_quoted(window, (_UUID_KEY,), at + 1)
+
+    def values(self) -> frozenset[str] | None:
+        """The ids seen, or None when there were more than `MAX_UUID_VALUES`."""
+        return frozenset(self._values) if self._values is not None else None
+
+
+def _collect_uuid_values(content: bytes) -> frozenset[str] | None:
+    collector = UuidValueCollector()
+    collector.feed(content)
+    return collector.values()
+
+
+class _Utf8Counter:
+    # The UTF-8 length of the line's decoded text, fed in chunks.
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.count = 0
+
+    def feed(self, chunk: bytes) -> None:
+        pending_before = len(self._decoder.getstate()[0])
+        # ASCII between whole characters decodes to itself, byte for byte.
+        if not pending_before and chunk.isascii():
+            self.count += len(chunk)
+            return
+        text = self._decoder.decode(chunk)
+        pending_after = len(self._decoder.getstate()[0])
+        # Nothing replaced: the bytes consumed were valid UTF-8, and are the encoding.
+        if "\ufffd" not in text:
+            self.count += pending_before + len(chunk) - pending_after
+            return
+        self.count += utf8_length(text)
+
+    def finish(self) -> int:
+        self.count += utf8_length(self._decoder.decode(b"", True))
+        return self.count
+
+
+def _decoded_utf8_length(content: bytes, text: str) -> int:
+    # Without a U+FFFD nothing was replaced: the bytes were valid and are the encoding.
+    if "\ufffd" not in text:
+        return len(content)
+    return utf8_length(text)
+
+
+def classify_line(
+    content: bytes, *, line_number: int, offset: int, end: int, terminated: bool
+) -> LineRecord:
+    """The guard on a line held in memory (`read_transcript_lines` for one line)."""
+    text = content.decode("utf-8", "replace")
+    utf8_bytes = _decoded_utf8_length(content, text)
+    # Within the bound: parsed as written, images and all.
+    if utf8_bytes <= MAX_SESSION_LINE_BYTES:
+        return LineRecord(
+            line_number, offset, len(content), end, terminated,
+            "parseable", False, text, None, utf8_bytes, None,
+        )  # fmt: skip
+    stripped = strip_inline_media_bytes(content)
+    if stripped is not None:
+        stripped_text = stripped.decode("utf-8", "replace")
+        # Something was stripped and the rest fits: parsed without its payloads.
+        if not is_oversize_line(stripped_text):
+            return LineRecord(
+                line_number, offset, len(content), end, terminated,
+                "parseable", True, stripped_text, None, utf8_bytes, None,
+            )  # fmt: skip
+    # Nothing to strip, or still too big: never parsed, only sniffed.
+    return LineRecord(
+        line_number, offset, len(content), end, terminated,
+        "oversize", False, None, utf16_prefix(text, SNIFF_CHARS), utf8_bytes,
+        _collect_uuid_values(content),
+    )  # fmt: skip
+
+
+class _LongLine:
+    # The guard on a line fed in blocks: everything it needs, nothing held whole.
+    def __init__(self) -> None:
+        self._scanner = PayloadScanner(keep_limit=MAX_SESSION_LINE_BYTES)
+        self._utf8 = _Utf8Counter()
+        self._uuids = UuidValueCollector()
+        self._head = bytearray()
+        self.length = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self.length += len(chunk)
+        if len(self._head) < HEAD_BYTES:
+            self._head += chunk[: HEAD_BYTES - len(self._head)]
+        self._scanner.feed(chunk)
+        self._utf8.feed(chunk)
+        self._uuids.feed(chunk)
+
+    def finish(self, *, line_number: int, offset: int, end: int, terminated: bool) -> LineRecord:
+        scanned = self._scanner.finish()
+        utf8_bytes = self._utf8.finish()
+        # Longer than the bound in bytes, so oversize as written (decoding never
+        # shortens); stripped, it is parseable if something went and the rest fits.
+        if scanned.payloads and scanned.output is not None:
+            stripped_text = scanned.output.decode("utf-8", "replace")
+            if not is_oversize_line(stripped_text):
+                return LineRecord(
+                    line_number, offset, self.length, end, terminated,
+                    "parseable", True, stripped_text, None, utf8_bytes, self._uuids.values(),
+                )  # fmt: skip
+        # The head's last character may be cut short; it lies past SNIFF_CHARS units.
+        head = utf16_prefix(bytes(self._head).decode("utf-8", "replace"), SNIFF_CHARS)
+        return LineRecord(
+            line_number, offset, self.length, end, terminated,
+            "oversize", False, None, head, utf8_bytes, self._uuids.values(),
+        )  # fmt: skip
+
+
+def scan_line_records(
+    file: BinaryIO,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    first_line_number: int = 1,
+    block_size: int = DEFAULT_BLOCK_BYTES,
+) -> Iterator[LineRecord]:
+    """The lines from byte `start` (a line start) up to `stop` (or the end), forward.
+
+    Reads `block_size` bytes at a time from `file` (an unbuffered binary file it
+    may seek). Lines are numbered from `first_line_number`. Between two records the
+    caller may move the file position: the scan seeks back before reading on.
+    """
+    position = start  # the next byte to read
+    line_start = start
+    line_number = first_line_number
+    pieces: list[bytes] = []  # the current line, while it is short
+    held = 0
+    long_line: _LongLine | None = None
+    withheld_cr = False  # a long line's "\r", until we know whether the line ends after it
+    while stop is None or position < stop:
+        file.seek(position)
+        block = file.read(block_size if stop is None else min(block_size, stop - position))
+        if not block:
+            break
+        cursor = 0
+        while True:
+            newline = block.find(b"\n", cursor)
+            segment = block[cursor:] if newline == -1 else block[cursor:newline]
+            ends = newline != -1
+            if long_line is None:
+                pieces.append(segment)
+                held += len(segment)
+                # Too long to hold: from here on the line is fed, not kept.
+                if held > LONG_LINE_BYTES:
+                    long_line = _LongLine()
+                    withheld_cr = _feed_long(long_line, b"".join(pieces), ends, False)
+                    pieces, held = [], 0
+            else:
+                withheld_cr = _feed_long(long_line, segment, ends, withheld_cr)
+            if not ends:
+                break
+            line_end = position + newline
+            yield _finish_line(
+                long_line,
+                pieces,
+                line_number=line_number,
+                offset=line_start,
+                end=line_end + 1,
+                terminated=True,
+            )
+            line_start = line_end + 1
+            line_number += 1
+            pieces, held, long_line, withheld_cr = [], 0, None, False
+            cursor = newline + 1
+        position += len(block)
+    # A last line without its newline is still a line (a transcript being written).
+    if held > 0 or long_line is not None:
+        if long_line is not None:
+            _feed_long(long_line, b"", True, withheld_cr)
+        yield _finish_line(
+            long_line,
+            pieces,
+            line_number=line_number,
+            offset=line_start,
+            end=position,
+            terminated=False,
+        )
+
+
+def _feed_long(long_line: _LongLine, segment: bytes, ends: bool, withheld_cr: bool) -> bool:
+    # Feed a segment, holding back a final "\r" until the next byte says whether it
+    # ends the line (dropped) or not (fed). Answers whether one is held back now.
+    if not segment:
+        # Nothing new: a withheld "\r" is the terminator's, or still undecided.
+        return withheld_cr and not ends
+    if withheld_cr:
+        long_line.feed(b"\r")
+    if segment.endswith(b"\r"):
+        long_line.feed(segment[:-1])
+        return not ends
+    long_line.feed(segment)
+    return False
+
+
+def _finish_line(
+    long_line: _LongLine | None,
+    pieces: list[bytes],
+    *,
+    line_number: int,
+    offset: int,
+    end: int,
+    terminated: bool,
+) -> LineRecord:
+    if long_line is not None:
+        return long_line.finish(
+            line_number=line_number, offset=offset, end=end, terminated=terminated
+        )
+    content = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    # "\r\n" is one line break: the "\r" belongs to the terminator, not the line.
+    if content.endswith(b"\r"):
+        content = content[:-1]
+    return classify_line(
+        content, line_number=line_number, offset=offset, end=end, terminated=terminated
+    )
+
+
+def open_transcript(path: Path) -> BinaryIO | None:
+    """`path` opened for reading, or None when it is not a regular file.
+
+    Checked before opening: opening a FIFO would wait for a writer. Other failures
+    (missing, unreadable) raise their `OSError`.
+    """
+    # A directory, a FIFO, a device: not a transcript.
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    return path.open("rb", buffering=0)
+
+
+def read_line_records(path: Path, *, block_size: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineRecord]:
+    """Every line of the transcript at `path`, classified, forward, in bounded memory.
+
+    A missing or unreadable file raises its `OSError` (§1.2: not "empty"); closing
+    the iterator early closes the file.
+    """
+    with path.open("rb", buffering=0) as file:
+        yield from scan_line_records(file, block_size=block_size)
+
+
+def read_line_record_at(
+    file: BinaryIO,
+    *,
+    offset: int,
+    length: int,
+    line_number: int,
+    block_size: int = DEFAULT_BLOCK_BYTES,
+) -> LineRecord:
+    """The line at `offset` (of `length` bytes), read again alone and classified.
+
+    Read alone, a line does not know its terminator: its `end` is where its bytes
+    stop and it reads as `terminated`. Raises `TranscriptChanged` when the file
+    ends before the line does.
+    """
+    file.seek(offset)
+    if length <= LONG_LINE_BYTES:
+        content = file.read(length)
+        # Shorter than recorded: the file was rewritten under the index.
+        if len(content) != length:
+            raise TranscriptChanged(f"line {line_number} at byte {offset} is cut short")
+        return classify_line(
+            content, line_number=line_number, offset=offset, end=offset + length, terminated=True
+        )
+    long_line = _LongLine()
+    for chunk in read_chunks(file, offset, length, block_size):
+        long_line.feed(chunk)
+    return long_line.finish(
+        line_number=line_number, offset=offset, end=offset + length, terminated=True
+    )
+
+
+def read_chunks(file: BinaryIO, offset: int, length: int, block_size: int) -> Iterator[bytes]:
+    """The bytes ``[offset, offset + length)`` of `file`, at most `block_size` at a time.
+
+    Raises `TranscriptChanged` when the file ends first (it changed under a reader).
+    """
+    file.seek(offset)
+    remaining = length
+    while remaining > 0:
+        chunk = file.read(min(block_size, remaining))
+        if not chunk:
+            raise TranscriptChanged(f"the bytes at {offset} end {remaining} bytes short")
+        remaining -= len(chunk)
+        yield chunk

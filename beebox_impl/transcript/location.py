@@ -1,0 +1,96 @@
+"""Where a box's transcripts live: Claude Code's projects layout.
+
+DESIGN.md §3 and `transcript-format.md` §1: the engine writes a session's
+transcript to ``<projects root>/<encoded box path>/<sessionId>.jsonl``. The
+projects root is ``~/.claude/projects`` unless ``BBX_CLAUDE_PROJECTS_DIR`` says
+otherwise (tests and hosts point it elsewhere). The encoded path is the box's
+canonical absolute path (symlinks resolved, Unicode NFC) with every character
+other than an ASCII letter or digit replaced by ``-``.
+
+Paths longer than `MAX_ENCODED_LENGTH` are where the writers disagree: the CLI and
+the SDKs both keep the first 200 characters and append ``-`` and a hash of the
+path, but not the same hash. So a long path is found by its 200-character prefix
+— the folder whose name starts with it — never by recomputing a hash.
+
+The transcript is never ours to rewrite: this module only says where to read.
+A session id is checked against the media-reference id grammar first, so a
+hostile id can never name a path outside the projects folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+
+from beebox_spec.errors import SpecRejection
+from beebox_spec.media import SAFE_ID_RE
+
+__all__ = [
+    "MAX_ENCODED_LENGTH",
+    "PROJECTS_DIR_ENV",
+    "InvalidSessionId",
+    "encode_project_dir",
+    "project_dir",
+    "projects_root",
+    "transcript_path",
+]
+
+PROJECTS_DIR_ENV = "BBX_CLAUDE_PROJECTS_DIR"
+# transcript-format §1: longer encoded names are cut here and given a hash suffix.
+MAX_ENCODED_LENGTH = 200
+
+_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
+
+
+class InvalidSessionId(SpecRejection):
+    """A session id that is not 1–64 ASCII letters, digits, ``_`` or ``-``."""
+
+
+def projects_root(environ: Mapping[str, str], home: Path) -> Path:
+    """The folder holding every project's transcripts (``BBX_CLAUDE_PROJECTS_DIR`` wins)."""
+    configured = environ.get(PROJECTS_DIR_ENV, "")
+    if configured:
+        return Path(configured).expanduser()
+    return home / ".claude" / "projects"
+
+
+def encode_project_dir(box_root: Path) -> str:
+    """The folder name Claude Code gives ``box_root`` (not cut: see `project_dir`)."""
+    canonical = unicodedata.normalize("NFC", os.path.realpath(box_root))
+    return _NOT_ALPHANUMERIC.sub("-", canonical)
+
+
+def project_dir(box_root: Path, root: Path) -> Path:
+    """The box's folder under the projects root.
+
+    A name over `MAX_ENCODED_LENGTH` characters carries a writer-specific hash
+    suffix: the first folder (in name order) whose name is the 200-character
+    prefix followed by ``-`` is the one, and the prefix alone when there is none.
+    """
+    encoded = encode_project_dir(box_root)
+    if len(encoded) <= MAX_ENCODED_LENGTH:
+        return root / encoded
+    prefix = encoded[:MAX_ENCODED_LENGTH]
+    try:
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith(prefix + "-"):
+            return root / name
+    return root / prefix
+
+
+def transcript_path(box_root: Path, session_id: str, root: Path) -> Path:
+    """The transcript of ``session_id`` for the box at ``box_root``.
+
+    Raises `InvalidSessionId` when the id could name anything but one file in the
+    box's project folder.
+    """
+    # The id becomes a file name: only the reference grammar's safe characters.
+    if SAFE_ID_RE.fullmatch(session_id) is None:
+        raise InvalidSessionId(f"not a session id: {session_id!r}")
+    return project_dir(box_root, root) / f"{session_id}.jsonl"

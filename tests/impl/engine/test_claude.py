@@ -1,0 +1,261 @@
+"""The Claude engine: start options, start failures, and a run over a stand-in CLI.
+
+No network and no model here: the SDK is pointed (``cli_path``) at `fake_claude`, a
+small program that speaks the CLI's stream-json protocol. Tests that need the SDK
+skip when the ``claude`` extra is not installed; the rest run everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from beebox_impl.engine import ClaudeEngine, ClaudeRun, EngineStartError, StartOptions
+from beebox_impl.engine.claude import INSTALL_HINT
+from beebox_spec.entries import JsonObject
+from beebox_spec.sdk_messages import adapt_sdk_message
+
+FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
+needs_sdk = pytest.mark.skipif(
+    importlib.util.find_spec("claude_agent_sdk") is None,
+    reason="the claude extra (claude-agent-sdk) is not installed",
+)
+
+
+# ---------------------------------------------------------------------------
+# Everywhere: options and the missing SDK
+# ---------------------------------------------------------------------------
+
+
+def test_a_new_session_gets_the_system_prompt_and_a_resumed_one_does_not(tmp_path: Path) -> None:
+    engine = ClaudeEngine(cli_path="/opt/claude", permission_mode="acceptEdits")
+    new = engine.agent_options(
+        StartOptions(cwd=tmp_path, system_prompt="be brief", model="m", env={"A": "1"})
+    )
+    assert new == {
+        "cwd": tmp_path,
+        "env": {"A": "1"},
+        "system_prompt": "be brief",
+        "model": "m",
+        "cli_path": "/opt/claude",
+        "permission_mode": "acceptEdits",
+    }
+    resumed = engine.agent_options(
+        StartOptions(cwd=tmp_path, resume_session_id="s-1", system_prompt="be brief")
+    )
+    assert resumed["resume"] == "s-1"
+    assert "system_prompt" not in resumed
+    extra = ClaudeEngine(extra_options={"max_turns": 3}, setting_sources=["project"])
+    assert extra.agent_options(StartOptions(cwd=tmp_path)) == {
+        "cwd": tmp_path,
+        "env": {},
+        "setting_sources": ["project"],
+        "max_turns": 3,
+    }
+
+
+@pytest.mark.anyio
+async def test_without_the_sdk_a_start_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A None entry makes the import fail, whether or not the SDK is installed.
+    monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
+    with pytest.raises(EngineStartError, match=r"claude-agent-sdk") as caught:
+        await ClaudeEngine().start(StartOptions(cwd=tmp_path))
+    assert INSTALL_HINT in str(caught.value)
+
+
+# ---------------------------------------------------------------------------
+# With the SDK: a stand-in CLI
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_cli(tmp_path: Path) -> Path:
+    script = tmp_path / "bin" / "claude"
+    script.parent.mkdir()
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Path:
+    folder = tmp_path / "box"
+    folder.mkdir()
+    return folder
+
+
+def starts_logged(log: Path) -> list[JsonObject]:
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+async def read_turn(stream: AsyncIterator[JsonObject]) -> list[JsonObject]:
+    received: list[JsonObject] = []
+    with anyio.fail_after(20):
+        while not received or received[-1]["type"] != "result":
+            received.append(await stream.__anext__())
+    return received
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_missing_cli_is_a_clear_start_error(tmp_path: Path) -> None:
+    engine = ClaudeEngine(cli_path=tmp_path / "no-such-claude")
+    with pytest.raises(EngineStartError, match="Claude Code CLI is not available"):
+        await engine.start(StartOptions(cwd=tmp_path))
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_cli_that_exits_at_once_is_a_start_error(fake_cli: Path, box: Path) -> None:
+    engine = ClaudeEngine(cli_path=fake_cli)
+    with anyio.fail_after(20), pytest.raises(EngineStartError, match="did not start"):
+        await engine.start(StartOptions(cwd=box, env={"FAKE_CLAUDE_EXIT": "3"}))
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_run_streams_turns_and_resumes_by_session_id(
+    fake_cli: Path, box: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "starts.jsonl"
+    env = {"FAKE_CLAUDE_LOG": str(log)}
+    engine = ClaudeEngine(cli_path=fake_cli)
+    with anyio.fail_after(30):
+        run = await engine.start(
+            StartOptions(cwd=box, system_prompt="be brief", model="opus", env=env)
+        )
+    assert isinstance(run, ClaudeRun)
+    # Not known until the CLI announces it.
+    session_before_init = run.session_id
+    assert session_before_init is None
+    stream = run.messages()
+    await run.send("hello")
+    init, assistant, result = await read_turn(stream)
+    session = init["session_id"]
+    assert isinstance(session, str)
+    assert adapt_sdk_message(init) == {"type": "system", "subtype": "init", "session_id": session}
+    assert init["model"] == "opus"
+    assert run.session_id == session
+    adapted = adapt_sdk_message(assistant)
+    assert adapted is not None
+    assert adapted["type"] == "assistant"
+    assert adapted["session_id"] == session
+    assert adapted["message"]["content"] == [{"type": "text", "text": "echo: hello (0 images)"}]
+    assert adapt_sdk_message(result) == {
+        "type": "result",
+        "subtype": "success",
+        "session_id": session,
+        "is_error": False,
+        "duration_ms": 1,
+        "num_turns": 1,
+        "total_cost_usd": 0.0,
+        "result": "echo: hello (0 images)",
+    }
+    # Content blocks, an image among them, reach the CLI as they were sent.
+    photo = base64.b64encode(b"\x89PNG fake").decode("ascii")
+    await run.send(
+        [
+            {"type": "text", "text": "see"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": photo},
+            },
+        ]
+    )
+    assistant, _ = await read_turn(stream)
+    body = assistant["message"]
+    assert isinstance(body, dict)
+    assert body["content"] == [{"type": "text", "text": "echo: see (1 images)"}]
+    await run.close()
+    assert run.closed
+    with pytest.raises(StopAsyncIteration):
+        await stream.__anext__()
+    with pytest.raises(anyio.ClosedResourceError):
+        await run.send("late")
+    await run.close()
+
+    with anyio.fail_after(30):
+        resumed = await engine.start(
+            StartOptions(cwd=box, resume_session_id=session, system_prompt="be brief", env=env)
+        )
+    stream = resumed.messages()
+    await resumed.send("again")
+    init, _, _ = await read_turn(stream)
+    assert init["session_id"] == session
+    await resumed.close()
+
+    first, second = starts_logged(log)
+    assert Path(str(first["cwd"])).resolve() == box.resolve()
+    first_args, second_args = first["args"], second["args"]
+    assert isinstance(first_args, list)
+    assert isinstance(second_args, list)
+    # Streaming input; the model; a system prompt for the new session only.
+    assert "--input-format" in first_args
+    assert first_args[first_args.index("--model") + 1] == "opus"
+    assert first_args[first_args.index("--system-prompt") + 1] == "be brief"
+    assert not any(str(arg).startswith("--resume") for arg in first_args)
+    assert f"--resume={session}" in second_args
+    assert "be brief" not in second_args
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_an_interrupt_ends_the_turn_in_flight(fake_cli: Path, box: Path) -> None:
+    engine = ClaudeEngine(cli_path=fake_cli)
+    with anyio.fail_after(30):
+        run = await engine.start(StartOptions(cwd=box))
+    stream = run.messages()
+    await run.send("hold")
+    with anyio.fail_after(20):
+        init = await stream.__anext__()
+    assert init["subtype"] == "init"
+    await run.interrupt()
+    with anyio.fail_after(20):
+        result = await stream.__anext__()
+    adapted = adapt_sdk_message(result)
+    assert adapted is not None
+    assert adapted["type"] == "result"
+    assert adapted["subtype"] == "error_during_execution"
+    assert adapted["is_error"] is True
+    # The run stays open: the next turn is answered.
+    await run.send("after")
+    assistant, _ = await read_turn(stream)
+    assert assistant["type"] == "assistant"
+    await run.close()
+    await run.interrupt()  # a closed run: nothing to do
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_closing_while_the_pump_waits_ends_its_stream(fake_cli: Path, box: Path) -> None:
+    engine = ClaudeEngine(cli_path=fake_cli)
+    with anyio.fail_after(30):
+        run = await engine.start(StartOptions(cwd=box))
+    received: list[JsonObject] = []
+    first_arrived = anyio.Event()
+
+    async def pump() -> None:
+        async for message in run.messages():
+            received.append(message)
+            first_arrived.set()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            await run.send("hold")
+            # The CLI holds the turn: the pump now waits on the SDK for more.
+            await first_arrived.wait()
+            await run.close()
+    assert [message["subtype"] for message in received] == ["init"]
+    assert run.closed
+    assert run.error is None

@@ -1,0 +1,535 @@
+"""The echo engine: deterministic answers and a real Claude-Code-format transcript."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import anyio
+import pytest
+
+from beebox_impl.engine import EchoEngine, EchoRun, EngineStartError, StartOptions
+from beebox_impl.engine.echo import (
+    ECHO_MODEL,
+    ECHO_VERSION,
+    INTERRUPTED_TEXT,
+    describe_turn,
+    iso_timestamp,
+    last_chain_uuid,
+)
+from beebox_impl.transcript.location import transcript_path
+from beebox_spec.entries import JsonObject
+from beebox_spec.media import extract_media
+from beebox_spec.sdk_messages import adapt_sdk_message
+from beebox_spec.transcript import (
+    MAX_SESSION_LINE_BYTES,
+    entries_from_lines,
+    split_transcript_lines,
+)
+
+pytestmark = pytest.mark.anyio
+
+START = datetime(2026, 3, 1, 12, 0, 0, 123_456, tzinfo=UTC)
+
+
+class StepClock:
+    """Each reading is 250 ms after the last: durations and timestamps are exact."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def __call__(self) -> datetime:
+        moment = START + timedelta(milliseconds=250 * self.readings)
+        self.readings += 1
+        return moment
+
+
+class Ids:
+    """uuid-shaped ids in order: id 1, 2, 3, …"""
+
+    def __init__(self) -> None:
+        self.issued = 0
+
+    def __call__(self) -> str:
+        self.issued += 1
+        return f"00000000-0000-4000-8000-{self.issued:012d}"
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Path:
+    folder = tmp_path / "my box"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def projects(tmp_path: Path) -> Path:
+    return tmp_path / "projects"
+
+
+def engine_for(projects: Path, **options: bool) -> EchoEngine:
+    return EchoEngine(projects, StepClock(), Ids(), offload_io=False, **options)
+
+
+async def next_message(stream: AsyncIterator[JsonObject]) -> JsonObject:
+    """The next message; a test that would wait forever fails instead."""
+    with anyio.fail_after(5):
+        return await stream.__anext__()
+
+
+async def turn(
+    run: EchoRun, stream: AsyncIterator[JsonObject], content: str | list[JsonObject]
+) -> list[JsonObject]:
+    """Send one turn and read the stream up to and including its result."""
+    await run.send(content)
+    received: list[JsonObject] = []
+    while not received or received[-1]["type"] != "result":
+        received.append(await next_message(stream))
+    return received
+
+
+def read_lines(path: Path) -> list[JsonObject]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def png(size: int, seed: int = 7) -> bytes:
+    # Deterministic bytes of the given size (content does not matter, only its bytes).
+    return bytes((index * seed + index // 251) % 256 for index in range(size))
+
+
+def image_block(data: bytes, media_type: str = "image/png") -> JsonObject:
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": media_type,
+            "data": base64.b64encode(data).decode("ascii"),
+        },
+    }
+
+
+# ---------------------------------------------------------------------------
+# What it says
+# ---------------------------------------------------------------------------
+
+
+def test_the_echo_says_what_it_received() -> None:
+    assert describe_turn("hello") == 'You said: "hello"'
+    assert describe_turn([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]) == (
+        'You said: "a\nb"'
+    )
+    two_images: list[JsonObject] = [
+        {"type": "text", "text": "look"},
+        image_block(png(12_345)),
+        image_block(png(1_100_000), "image/jpeg"),
+    ]
+    assert describe_turn(two_images) == (
+        'You said: "look" and sent 2 images (image/png, 12.3 KB; image/jpeg, 1.1 MB)'
+    )
+    assert describe_turn([image_block(png(999))]) == "You sent 1 image (image/png, 999 B)"
+    url_image: JsonObject = {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}
+    assert describe_turn([url_image]) == "You sent 1 image (unknown type, not inline)"
+    assert describe_turn([]) == 'You said: ""'
+
+
+def test_timestamps_read_like_javascript_to_iso_string() -> None:
+    assert iso_timestamp(START) == "2026-03-01T12:00:00.123Z"
+    east = datetime(2026, 3, 1, 14, 0, 0, 5_000, tzinfo=timezone(timedelta(hours=2)))
+    assert iso_timestamp(east) == "2026-03-01T12:00:00.005Z"
+    assert iso_timestamp(datetime(2026, 3, 1, 12, 0)) == "2026-03-01T12:00:00.000Z"
+
+
+# ---------------------------------------------------------------------------
+# A turn: the stream and the transcript
+# ---------------------------------------------------------------------------
+
+
+async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    session = run.session_id
+    assert session == "00000000-0000-4000-8000-000000000001"
+    path = transcript_path(box, session, projects)
+    assert run.transcript_path == path
+    # Streaming input: nothing is said, and nothing written, before the first turn.
+    assert not path.exists()
+    stream = run.messages()
+    init, assistant, result = await turn(run, stream, "hello")
+
+    cwd = os.path.realpath(box)
+    assert init["type"] == "system"
+    assert init["subtype"] == "init"
+    assert init["session_id"] == session
+    assert init["cwd"] == cwd
+    assert init["model"] == ECHO_MODEL
+    assert init["tools"] == []
+    assert adapt_sdk_message(init) == {"type": "system", "subtype": "init", "session_id": session}
+
+    adapted = adapt_sdk_message(assistant)
+    assert adapted == {
+        "type": "assistant",
+        "session_id": session,
+        "uuid": assistant["uuid"],
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": 'You said: "hello"'}],
+            "stop_reason": "end_turn",
+        },
+    }
+    assert adapt_sdk_message(result) == {
+        "type": "result",
+        "subtype": "success",
+        "session_id": session,
+        "is_error": False,
+        "duration_ms": 500,
+        "num_turns": 1,
+        "total_cost_usd": 0,
+        "result": 'You said: "hello"',
+    }
+    assert isinstance(result["uuid"], str)
+
+    raw_lines = path.read_text(encoding="utf-8").splitlines()
+    user_line, assistant_line = (json.loads(line) for line in raw_lines)
+    # Compact JSON, as Claude Code writes it.
+    for line in raw_lines:
+        assert line == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert user_line == {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": cwd,
+        "sessionId": session,
+        "version": ECHO_VERSION,
+        "type": "user",
+        "message": {"role": "user", "content": "hello"},
+        "uuid": user_line["uuid"],
+        "timestamp": "2026-03-01T12:00:00.123Z",
+    }
+    # The live uuid is the transcript line's (transcript-format §8.2), chained.
+    assert assistant_line["uuid"] == assistant["uuid"]
+    assert assistant_line["parentUuid"] == user_line["uuid"]
+    assert assistant_line["type"] == "assistant"
+    assert assistant_line["sessionId"] == session
+    assert assistant_line["timestamp"] == "2026-03-01T12:00:00.373Z"
+    assert str(assistant_line["requestId"]).startswith("req_")
+    message = assistant_line["message"]
+    assert message == {
+        "id": message["id"],
+        "type": "message",
+        "role": "assistant",
+        "model": "echo",
+        "content": [{"type": "text", "text": 'You said: "hello"'}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": message["usage"],
+    }
+    assert str(message["id"]).startswith("msg_")
+
+    entries = entries_from_lines(session, split_transcript_lines(path.read_bytes()))
+    assert entries == [
+        {
+            "uuid": user_line["uuid"],
+            "type": "user",
+            "timestamp": "2026-03-01T12:00:00.123Z",
+            "content": [{"type": "text", "text": "hello"}],
+        },
+        {
+            "uuid": assistant["uuid"],
+            "type": "assistant",
+            "timestamp": "2026-03-01T12:00:00.373Z",
+            "content": [{"type": "text", "text": 'You said: "hello"'}],
+        },
+    ]
+    await run.close()
+
+
+async def test_a_photo_turn_is_stripped_by_the_reader_and_served_back_by_reference(
+    box: Path, projects: Path
+) -> None:
+    photo = png(300_000)
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    # Key order as a client may send it: the transcript writes the CLI's.
+    sent_image: JsonObject = {
+        "source": {
+            "data": base64.b64encode(photo).decode("ascii"),
+            "media_type": "image/png",
+            "type": "base64",
+        },
+        "type": "image",
+    }
+    messages = await turn(run, stream, [{"type": "text", "text": "my cat"}, sent_image])
+    assert messages[-1]["result"] == 'You said: "my cat" and sent 1 image (image/png, 300.0 KB)'
+
+    path = run.transcript_path
+    raw = path.read_bytes()
+    user_line = split_transcript_lines(raw)[0]
+    assert len(user_line.encode("utf-8")) > MAX_SESSION_LINE_BYTES
+    assert '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"' in (
+        user_line
+    )
+    user_uuid = json.loads(user_line)["uuid"]
+    entries = entries_from_lines(run.session_id, split_transcript_lines(raw))
+    assert entries[0] == {
+        "uuid": user_uuid,
+        "type": "user",
+        "timestamp": "2026-03-01T12:00:00.123Z",
+        "content": [
+            {"type": "text", "text": "my cat"},
+            {
+                "type": "image",
+                "imageRef": f"{run.session_id}/{user_uuid}/0",
+                "mediaType": "image/png",
+            },
+        ],
+    }
+    assert extract_media(user_line, 0) == {"ok": True, "mediaType": "image/png", "data": photo}
+    assert entries[1]["type"] == "assistant"
+    await run.close()
+
+
+async def test_replayed_user_messages_carry_the_transcript_uuid(box: Path, projects: Path) -> None:
+    run = await engine_for(projects, replay_user_messages=True).start(StartOptions(cwd=box))
+    stream = run.messages()
+    init, user, assistant, result = await turn(run, stream, "hi")
+    assert (init["subtype"], user["type"], assistant["type"], result["type"]) == (
+        "init",
+        "user",
+        "assistant",
+        "result",
+    )
+    user_line, assistant_line = read_lines(run.transcript_path)
+    assert user["uuid"] == user_line["uuid"]
+    assert assistant["uuid"] == assistant_line["uuid"]
+    assert adapt_sdk_message(user) == {
+        "type": "user",
+        "message": {"role": "user", "content": []},
+        "session_id": run.session_id,
+    }
+    await run.close()
+
+
+# ---------------------------------------------------------------------------
+# Resume
+# ---------------------------------------------------------------------------
+
+
+async def test_resume_appends_to_the_same_file_and_continues_the_chain(
+    box: Path, projects: Path
+) -> None:
+    engine = engine_for(projects)
+    first = await engine.start(StartOptions(cwd=box, system_prompt="be brief"))
+    stream = first.messages()
+    await turn(first, stream, "one")
+    await turn(first, stream, "two")
+    await first.close()
+    path = first.transcript_path
+    before = read_lines(path)
+    assert len(before) == 4
+    # Lines after the chain that are not part of it: metadata, a sub-agent's line.
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "custom-title", "customTitle": "t"}) + "\n")
+        sidechain = {"type": "user", "uuid": "side-1", "isSidechain": True, "parentUuid": None}
+        handle.write(json.dumps(sidechain) + "\n")
+    assert last_chain_uuid(path) == before[-1]["uuid"]
+
+    second = await engine.start(StartOptions(cwd=box, resume_session_id=first.session_id))
+    assert second.session_id == first.session_id
+    assert second.transcript_path == path
+    stream = second.messages()
+    init, _, result = await turn(second, stream, "three")
+    assert init["session_id"] == first.session_id
+    assert result["session_id"] == first.session_id
+    after = read_lines(path)
+    assert after[: len(before)] == before
+    resumed = after[len(before) + 2 :]
+    assert [line["type"] for line in resumed] == ["user", "assistant"]
+    assert resumed[0]["parentUuid"] == before[-1]["uuid"]
+    assert resumed[1]["parentUuid"] == resumed[0]["uuid"]
+    # Every main-chain line hangs under the one before it.
+    chain = [line for line in after if line.get("isSidechain") is False]
+    assert [line["parentUuid"] for line in chain] == [None] + [line["uuid"] for line in chain[:-1]]
+    entries = entries_from_lines(first.session_id, split_transcript_lines(path.read_bytes()))
+    assert [entry["content"][0].get("text") for entry in entries] == [
+        "one",
+        'You said: "one"',
+        "two",
+        'You said: "two"',
+        "three",
+        'You said: "three"',
+    ]
+    await second.close()
+
+
+async def test_resuming_an_id_with_no_transcript_starts_that_file(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box, resume_session_id="abc-123"))
+    stream = run.messages()
+    await turn(run, stream, "hi")
+    lines = read_lines(run.transcript_path)
+    assert run.transcript_path.name == "abc-123.jsonl"
+    assert lines[0]["parentUuid"] is None
+    assert lines[0]["sessionId"] == "abc-123"
+    await run.close()
+
+
+async def test_an_unsafe_session_id_is_a_start_error(box: Path, projects: Path) -> None:
+    with pytest.raises(EngineStartError, match="not a session id"):
+        await engine_for(projects).start(StartOptions(cwd=box, resume_session_id="../etc"))
+
+
+def test_last_chain_uuid_reads_across_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    assert last_chain_uuid(path) is None
+    big = {"type": "user", "uuid": "big", "message": {"content": "x" * 200_000}}
+    lines = [
+        {"type": "user", "uuid": "first"},
+        big,
+        {"type": "summary", "summary": "s", "leafUuid": "big"},
+        {"type": "assistant", "uuid": "side", "isSidechain": True},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"type":"us')
+    assert last_chain_uuid(path) == "big"
+    path.write_text("not json\n\n")
+    assert last_chain_uuid(path) is None
+
+
+# ---------------------------------------------------------------------------
+# Interrupt and close
+# ---------------------------------------------------------------------------
+
+
+async def test_an_interrupted_turn_ends_with_an_error_result(box: Path, projects: Path) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    # Nothing in flight: nothing to interrupt.
+    await run.interrupt()
+    stream = run.messages()
+    await run.send("stop me")
+    await run.interrupt()
+    await run.interrupt()
+    init = await next_message(stream)
+    result = await next_message(stream)
+    assert init["subtype"] == "init"
+    adapted = adapt_sdk_message(result)
+    assert adapted == {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "session_id": run.session_id,
+        "is_error": True,
+        "duration_ms": 500,
+        "num_turns": 0,
+        "total_cost_usd": 0,
+    }
+    # The next turn is answered as usual, and hangs under the interrupt notice.
+    assistant, after = await turn(run, stream, "again")
+    assert after["subtype"] == "success"
+    user, notice, user_again, reply = read_lines(run.transcript_path)
+    assert notice["message"] == {
+        "role": "user",
+        "content": [{"type": "text", "text": INTERRUPTED_TEXT}],
+    }
+    assert notice["parentUuid"] == user["uuid"]
+    assert user_again["parentUuid"] == notice["uuid"]
+    assert reply["uuid"] == assistant["uuid"]
+    await run.close()
+
+
+async def test_an_interrupt_after_the_answer_began_does_not_change_it(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    await run.send("hello")
+    assert (await next_message(stream))["subtype"] == "init"
+    assistant = await next_message(stream)
+    await run.interrupt()
+    result = await next_message(stream)
+    assert assistant["type"] == "assistant"
+    assert result["subtype"] == "success"
+    # The interrupt did not stick to a later turn.
+    _, later = await turn(run, stream, "later")
+    assert later["subtype"] == "success"
+    await run.close()
+
+
+async def test_an_interrupt_reaches_the_turn_in_flight_not_an_answered_one(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    _, _, first = await turn(run, stream, "one")
+    assert first["subtype"] == "success"
+    await run.send("two")
+    await run.send("three")
+    await run.interrupt()
+    second = await next_message(stream)
+    assert second["subtype"] == "error_during_execution"
+    # Only the turn in flight: the one queued behind it is answered.
+    _, third = [await next_message(stream) for _ in range(2)]
+    assert third["result"] == 'You said: "three"'
+    await run.close()
+
+
+async def test_close_ends_the_stream_at_once(box: Path, projects: Path) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    await run.send("one")
+    await run.send("two")
+    first = [await next_message(stream) for _ in range(3)]
+    assert [message["type"] for message in first] == ["system", "assistant", "result"]
+    await run.close()
+    assert run.closed
+    with pytest.raises(StopAsyncIteration):
+        await next_message(stream)
+    # The queued second turn was never taken in.
+    assert len(read_lines(run.transcript_path)) == 2
+    with pytest.raises(anyio.ClosedResourceError):
+        await run.send("three")
+    with pytest.raises(RuntimeError, match="consumed once"):
+        run.messages()
+
+
+async def test_close_while_the_consumer_holds_a_message(box: Path, projects: Path) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    await run.send("one")
+    await next_message(stream)  # init; the assistant message and the result are next
+    await run.close()
+    with pytest.raises(StopAsyncIteration):
+        await next_message(stream)
+    # The answer was written when the turn was read; its messages were not delivered.
+    assert [line["type"] for line in read_lines(run.transcript_path)] == ["user", "assistant"]
+
+
+async def test_a_pump_task_sees_every_turn_answered_in_order(box: Path, projects: Path) -> None:
+    # The default: file work in worker threads.
+    engine = EchoEngine(projects, StepClock(), Ids())
+    run = await engine.start(StartOptions(cwd=box))
+    results: list[str] = []
+    done = anyio.Event()
+
+    async def pump() -> None:
+        async for message in run.messages():
+            if message["type"] == "result":
+                results.append(str(message["result"]))
+                if len(results) == 3:
+                    done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        for text in ("a", "b", "c"):
+            await run.send(text)
+        await done.wait()
+        await run.close()
+    assert results == ['You said: "a"', 'You said: "b"', 'You said: "c"']
+    lines = read_lines(run.transcript_path)
+    assert [line["type"] for line in lines] == ["user", "assistant"] * 3
+    assert [line["parentUuid"] for line in lines[1:]] == [line["uuid"] for line in lines[:-1]]

@@ -1,0 +1,184 @@
+"""`ChatSession` on the box's real stores: the persisted queue across a crash, the saved
+session id, start failures, and what listeners hear. (Its equality with the spec is the
+stateful machine's job, ``tests/stateful/``.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from beebox_impl.engine import ScriptedEngine
+from beebox_impl.engine.messages import init_message, result_message
+from beebox_impl.session import ChatSession, Closed, StartFailed
+from beebox_impl.store import BoxDatabase, InMemoryQueueStore, InMemorySessionIdStore, SessionIdFile
+from beebox_impl.testing import settle
+from beebox_spec.lifecycle import Phase
+
+pytestmark = pytest.mark.anyio
+
+
+def held_session_id(session: ChatSession) -> str | None:
+    # Read through a call: mypy would keep an earlier assert's narrowing of the property.
+    return session.session_id
+
+
+async def test_a_queue_left_by_a_crash_drains_into_a_fresh_run(tmp_path: Path) -> None:
+    async with await BoxDatabase.open(tmp_path) as database:
+        engine = ScriptedEngine()
+        async with ChatSession.open(
+            engine=engine,
+            box_root=tmp_path,
+            queue_store=database.chat_queue,
+            session_id_store=SessionIdFile.for_box(tmp_path),
+        ) as session:
+            assert await session.send("a")
+            await session.enqueue("b")
+            await session.enqueue("c")
+            # Enqueue returns once the row is on disk.
+            assert [row.text for row in await database.chat_queue.load()] == ["b", "c"]
+        # The box died mid-start: the queue is still on disk.
+        assert [row.text for row in await database.chat_queue.load()] == ["b", "c"]
+
+        engine = ScriptedEngine(start_mode="accept")
+        async with ChatSession.open(
+            engine=engine,
+            box_root=tmp_path,
+            queue_store=database.chat_queue,
+            session_id_store=SessionIdFile.for_box(tmp_path),
+        ) as session:
+            with anyio.fail_after(5):
+                while not engine.runs or not engine.runs[0].sent:
+                    await anyio.sleep(0.001)
+                while await database.chat_queue.load():
+                    await anyio.sleep(0.001)
+            assert engine.runs[0].sent == ["b\n\nc"]
+            assert session.phase is Phase.STREAMING
+            assert session.queue == ()
+
+
+async def test_stop_deletes_the_persisted_queue(tmp_path: Path) -> None:
+    async with await BoxDatabase.open(tmp_path) as database:
+        engine = ScriptedEngine(start_mode="accept")
+        async with ChatSession.open(
+            engine=engine,
+            box_root=tmp_path,
+            queue_store=database.chat_queue,
+            session_id_store=InMemorySessionIdStore(),
+        ) as session:
+            assert await session.send("a")
+            with anyio.fail_after(5):
+                while session.phase is not Phase.STREAMING:
+                    await anyio.sleep(0.001)
+            await session.enqueue("b")
+            await session.stop()
+            assert session.queue == ()
+            assert await database.chat_queue.load() == []
+
+
+async def test_the_session_id_is_saved_and_resumed_after_a_restart(tmp_path: Path) -> None:
+    id_file = SessionIdFile.for_box(tmp_path)
+    engine = ScriptedEngine(start_mode="accept")
+    queue = InMemoryQueueStore()
+    async with ChatSession.open(
+        engine=engine, box_root=tmp_path, queue_store=queue, session_id_store=id_file
+    ) as session:
+        await session.send("a")
+        await settle()
+        await engine.last_run.emit(init_message("s-9"))
+        await settle()
+        assert session.session_id == "s-9"
+    assert await id_file.load() == "s-9"
+    async with ChatSession.open(
+        engine=engine, box_root=tmp_path, queue_store=queue, session_id_store=id_file
+    ) as session:
+        assert session.session_id == "s-9"
+        await session.send("b")
+        await settle()
+        assert engine.starts[-1].resume_session_id == "s-9"
+        assert engine.starts[-1].cwd == tmp_path
+        await session.reset_session()
+        await settle()
+        assert held_session_id(session) is None
+    assert not id_file.path.exists()
+
+
+async def test_a_failed_start_returns_to_idle_and_the_next_send_starts_again() -> None:
+    engine = ScriptedEngine()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        with session.subscribe() as events:
+            assert await session.send("a")
+            await settle()
+            engine.fail_start("no binary")
+            await settle()
+            assert session.phase is Phase.IDLE
+            assert not session.busy
+            assert events.drain_nowait() == [StartFailed("no binary", "a")]
+            # Nothing was left held: the next send starts a run again.
+            assert await session.send("b")
+            await settle()
+            engine.accept_start()
+            await settle()
+            assert engine.last_run.sent == ["b"]
+
+
+async def test_a_listener_that_stops_reading_is_cut_off_not_wedging_the_turn() -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        with session.subscribe(max_buffer=2) as slow, session.subscribe() as fast:
+            await session.send("a")
+            await settle()
+            await engine.last_run.emit(result_message(session_id="", uuid="u-1"))
+            await engine.last_run.end()
+            await settle()
+            assert session.phase is Phase.IDLE
+            assert slow.overflowed
+            assert [event.name for event in slow.drain_nowait()] == ["message", "done"]
+            with pytest.raises(anyio.EndOfStream):
+                await slow.receive()
+            assert [event.name for event in fast.drain_nowait()] == ["message", "done", "close"]
+            assert not fast.overflowed
+
+
+async def test_close_codes_tell_a_stop_from_a_death() -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        with session.subscribe() as events:
+            await session.send("a")
+            await settle()
+            await session.stop()
+            await settle()
+            await session.send("b")
+            await settle()
+            await engine.last_run.end()
+            await settle()
+            closes = [event for event in events.drain_nowait() if isinstance(event, Closed)]
+            assert closes == [Closed(0), Closed(None)]
+
+
+async def test_a_closed_session_refuses_calls() -> None:
+    async with ChatSession.open(
+        engine=ScriptedEngine(),
+        box_root=Path("."),
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        pass
+    with pytest.raises(anyio.ClosedResourceError):
+        await session.send("late")

@@ -1,0 +1,150 @@
+"""The shared pump, the event fan-out and the manual clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import pytest
+
+from beebox_impl.engine.protocol import TurnContent
+from beebox_impl.session import EventFanout, ManualClock, PumpCounters, pump_chat_run
+from beebox_spec.entries import JsonObject
+from beebox_spec.sdk_messages import AdaptedMessage
+
+pytestmark = pytest.mark.anyio
+
+
+class ListRun:
+    """A run whose stream is a fixed list, optionally breaking at its end."""
+
+    def __init__(self, messages: list[JsonObject], *, breaks: bool = False) -> None:
+        self._messages = messages
+        self._breaks = breaks
+        self.closed = False
+
+    async def _stream(self) -> AsyncIterator[JsonObject]:
+        for message in self._messages:
+            yield message
+        if self._breaks:
+            raise OSError("pipe broke")
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        return self._stream()
+
+    async def send(self, content: TurnContent) -> None:
+        return None
+
+    async def interrupt(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_the_pump_adapts_skips_counts_and_closes_once() -> None:
+    seen: list[AdaptedMessage] = []
+    closes: list[str] = []
+    errors: list[Exception] = []
+    counters = PumpCounters()
+
+    async def on_message(message: AdaptedMessage) -> None:
+        seen.append(message)
+
+    async def on_close() -> None:
+        closes.append("closed")
+
+    async def on_error(error: Exception) -> None:
+        errors.append(error)
+
+    run = ListRun(
+        [
+            {"type": "system", "subtype": "init", "session_id": "s-1"},
+            {"type": "tool_progress"},
+            {"type": "brand-new"},
+        ],
+        breaks=True,
+    )
+    await pump_chat_run(
+        run, on_message=on_message, on_close=on_close, on_error=on_error, counters=counters
+    )
+    assert [message["type"] for message in seen] == ["system", "unknown"]
+    assert counters == PumpCounters(delivered=2, ignored=1, unknown=1)
+    assert closes == ["closed"]
+    assert [str(error) for error in errors] == ["pipe broke"]
+
+
+async def test_a_cancelled_pump_does_not_run_the_close_handler() -> None:
+    closes: list[str] = []
+
+    class SilentRun(ListRun):
+        async def _stream(self) -> AsyncIterator[JsonObject]:
+            await anyio.sleep_forever()
+            yield {}
+
+    async def on_message(message: AdaptedMessage) -> None:
+        return None
+
+    async def on_close() -> None:
+        closes.append("closed")
+
+    with anyio.move_on_after(0.01):
+        await pump_chat_run(SilentRun([]), on_message=on_message, on_close=on_close)
+    assert closes == []
+
+
+async def test_a_session_error_in_the_handler_is_not_taken_for_the_runs() -> None:
+    async def on_message(message: AdaptedMessage) -> None:
+        raise LookupError("a bug in the session")
+
+    async def on_close() -> None:
+        raise AssertionError("not reached")
+
+    with pytest.raises(LookupError):
+        await pump_chat_run(
+            ListRun([{"type": "brand-new"}]), on_message=on_message, on_close=on_close
+        )
+
+
+async def test_fanout_refuses_an_unbounded_buffer_and_drops_closed_listeners() -> None:
+    fanout = EventFanout[int]()
+    with pytest.raises(ValueError, match="finite"):
+        fanout.subscribe(max_buffer=0)
+    with fanout.subscribe() as gone:
+        pass
+    kept = fanout.subscribe()
+    fanout.publish(1)
+    assert kept.drain_nowait() == [1]
+    assert not gone.overflowed
+    fanout.close()
+    with pytest.raises(anyio.EndOfStream):
+        await kept.receive()
+    kept.close()
+
+
+async def test_the_manual_clock_wakes_exactly_the_sleepers_due() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    clock = ManualClock(start)
+    woke: list[float] = []
+
+    async def sleeper(seconds: float) -> None:
+        await clock.sleep(seconds)
+        woke.append(seconds)
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(sleeper, 10)
+        task_group.start_soon(sleeper, 60)
+        await anyio.wait_all_tasks_blocked()
+        assert clock.sleepers == 2
+        clock.advance(timedelta(seconds=30))
+        await anyio.wait_all_tasks_blocked()
+        assert woke == [10]
+        clock.advance(timedelta(seconds=30))
+    assert woke == [10, 60]
+    assert clock.now() == start + timedelta(seconds=60)
+    await clock.sleep(0)
+    with pytest.raises(ValueError, match="forward"):
+        clock.advance(timedelta(seconds=-1))
+    with pytest.raises(ValueError, match="zone"):
+        ManualClock(datetime(2026, 1, 1))

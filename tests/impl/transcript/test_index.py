@@ -1,0 +1,330 @@
+"""The offset index: extended as a transcript grows, rebuilt on any other change,
+dropped when a read finds it stale, and shared safely between threads."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from beebox_impl.transcript import (
+    MediaFound,
+    PageSlice,
+    TailSlice,
+    TranscriptIndexCache,
+    fetch_media,
+    find_media_line,
+    read_history,
+)
+from beebox_spec.entries import MAX_SESSION_ENTRIES
+from beebox_spec.media import MediaRef, find_line_by_uuid
+from beebox_spec.transcript import (
+    InvalidHistorySlice,
+    entries_from_lines,
+    history_page,
+    history_tail,
+    split_transcript_lines,
+)
+from tests.impl.transcript.strategies import (
+    UUIDS,
+    GeneratedTranscript,
+    compact,
+    transcripts,
+)
+
+SESSION = "sess-1"
+
+
+@contextmanager
+def folder() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="bbx-index-") as name:
+        yield Path(name)
+
+
+def photo_line(uuid: str, photo: bytes) -> bytes:
+    data = base64.b64encode(photo).decode()
+    source = {"type": "base64", "media_type": "image/png", "data": data}
+    content = [{"type": "image", "source": source}]
+    record = {"type": "user", "uuid": uuid, "timestamp": "t", "message": {"content": content}}
+    return compact(record).encode()
+
+
+def user_line(uuid: str, text: str) -> bytes:
+    record = {"type": "user", "uuid": uuid, "timestamp": "t", "message": {"content": text}}
+    return compact(record).encode()
+
+
+def assert_rebuilt(path: Path, cache: TranscriptIndexCache) -> None:
+    # The next read builds from the top (checked before any lookup could drop it).
+    read_history(path, SESSION, TailSlice(1), cache=cache)
+    index = cache.cached(path)
+    assert index is not None
+    assert index.scanned_from == 0
+
+
+def assert_reads_as_spec(path: Path, cache: TranscriptIndexCache, tail: int = 3) -> None:
+    data = path.read_bytes()
+    file_lines = split_transcript_lines(data)
+    entries = entries_from_lines(SESSION, file_lines)
+    whole = PageSlice(0, MAX_SESSION_ENTRIES)
+    assert read_history(path, SESSION, whole, cache=cache) == history_page(
+        SESSION, entries, 0, MAX_SESSION_ENTRIES
+    )
+    assert read_history(path, SESSION, TailSlice(tail), cache=cache) == history_tail(
+        SESSION, entries, tail
+    )
+    for uuid in UUIDS:
+        assert find_media_line(path, uuid, cache=cache) == find_line_by_uuid(file_lines, uuid)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(max_lines=8), transcripts(max_lines=8), st.sampled_from([509, 65_536]))
+def test_a_grown_transcript_extends_its_index(
+    first: GeneratedTranscript, more: GeneratedTranscript, block_size: int
+) -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(first.data)
+        cache = TranscriptIndexCache(block_size=block_size)
+        assert_reads_as_spec(path, cache)
+        before = cache.cached(path)
+        assert before is not None
+        # Appended to: a torn last line is completed by what follows, as a writer would.
+        with path.open("ab") as file:
+            file.write(more.data)
+        assert_reads_as_spec(path, cache)
+        after = cache.cached(path)
+        assert after is not None
+        if more.data:
+            # Read on from the last complete line, not from the top.
+            assert after.scanned_from == first.data.rfind(b"\n") + 1
+            assert after.scanned_from == before.committed_end
+
+
+def test_each_read_of_a_growing_file_reads_only_what_is_new() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        cache = TranscriptIndexCache()
+        written = b""
+        for number in range(6):
+            line = user_line(UUIDS[number % len(UUIDS)], f"turn {number}")
+            # Written in two halves: the first read sees a torn line, the next its end.
+            for part in (line[: len(line) // 2], line[len(line) // 2 :] + b"\n"):
+                with path.open("ab") as file:
+                    file.write(part)
+                previous_end = written.rfind(b"\n") + 1
+                written += part
+                assert_reads_as_spec(path, cache)
+                index = cache.cached(path)
+                assert index is not None
+                assert index.scanned_from == previous_end
+
+
+def test_a_rewrite_of_the_same_size_rebuilds() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(user_line("u-1", "aaaa") + b"\n" + user_line("u-2", "bbbb") + b"\n")
+        cache = TranscriptIndexCache()
+        assert_reads_as_spec(path, cache)
+        status = path.stat()
+        # Same inode, same size, other content, a later mtime.
+        with path.open("r+b") as file:
+            file.write(user_line("u-3", "cccc") + b"\n" + user_line("u-1", "dddd") + b"\n")
+        os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+        assert path.stat().st_ino == status.st_ino
+        assert path.stat().st_size == status.st_size
+        assert_rebuilt(path, cache)
+        assert_reads_as_spec(path, cache)
+
+
+def test_a_new_inode_rebuilds_even_when_longer() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(user_line("u-1", "aaaa") + b"\n")
+        cache = TranscriptIndexCache()
+        assert_reads_as_spec(path, cache)
+        replacement = where / "next.jsonl"
+        # The old content as a prefix: only the inode says it is another file.
+        replacement.write_bytes(path.read_bytes() + user_line("u-2", "bbbb") + b"\n")
+        os.replace(replacement, path)
+        assert_rebuilt(path, cache)
+        assert_reads_as_spec(path, cache)
+
+
+def test_a_longer_file_whose_old_part_changed_rebuilds() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(user_line("u-1", "aaaa") + b"\n")
+        cache = TranscriptIndexCache()
+        assert_reads_as_spec(path, cache)
+        with path.open("r+b") as file:
+            file.write(user_line("u-2", "bbbb") + b"\n" + user_line("u-3", "more") + b"\n")
+        assert_rebuilt(path, cache)
+        assert_reads_as_spec(path, cache)
+
+
+def rewrite_keeping_identity(path: Path, data: bytes) -> None:
+    # Same inode, size and mtime: a change the index's key cannot see.
+    status = path.stat()
+    assert len(data) == status.st_size
+    with path.open("r+b") as file:
+        file.write(data)
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+
+
+def test_a_stale_offset_falls_back_to_a_scan() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        first, second = user_line("u-1", "aaaa"), user_line("u-2", "bbbb")
+        path.write_bytes(first + b"\n" + second + b"\n")
+        cache = TranscriptIndexCache()
+        assert find_media_line(path, "u-1", cache=cache) == {"found": True, "lineNumber": 1}
+        stale = cache.cached(path)
+        rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
+        assert cache.cached(path) is stale
+        # The line at the recorded offset is now u-2's: the index is dropped.
+        assert find_media_line(path, "u-1", cache=cache) == {"found": True, "lineNumber": 2}
+        assert cache.cached(path) is not stale
+
+
+def test_a_stale_photo_offset_falls_back_to_a_scan() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        first, second = photo_line("u-1", b"\x01" * 200_000), photo_line("u-2", b"\x02" * 200_000)
+        path.write_bytes(first + b"\n" + second + b"\n")
+        cache = TranscriptIndexCache()
+        ref: MediaRef = {"sessionId": SESSION, "entryUuid": "u-1", "index": 0}
+        assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", b"\x01" * 200_000)
+        rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
+        # The line at u-1's recorded offset is u-2's now: its photo is not served as u-1's.
+        assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", b"\x01" * 200_000)
+
+
+def test_a_stale_entry_line_makes_the_history_read_whole() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        first, second = user_line("u-1", "aaaa"), user_line("u-2", "bbbb")
+        path.write_bytes(first + b"\n" + second + b"\n")
+        cache = TranscriptIndexCache()
+        assert_reads_as_spec(path, cache)
+        # Line 2 no longer yields an entry, at the same size and mtime.
+        system = compact({"type": "system", "uuid": "s", "content": ""}).encode()
+        system = system[:-1] + b',"x":"' + b"p" * (len(second) - len(system) - 7) + b'"}'
+        assert len(system) == len(second)
+        rewrite_keeping_identity(path, first + b"\n" + system + b"\n")
+        assert_reads_as_spec(path, cache)
+
+
+def test_the_cache_is_a_bounded_lru() -> None:
+    with folder() as where:
+        paths = [where / f"{name}.jsonl" for name in "abc"]
+        for path in paths:
+            path.write_bytes(user_line("u-1", path.stem) + b"\n")
+        cache = TranscriptIndexCache(capacity=2)
+        for path in paths:
+            read_history(path, SESSION, TailSlice(1), cache=cache)
+        assert len(cache) == 2
+        assert cache.cached(paths[0]) is None
+        read_history(path=paths[1], session_id=SESSION, slice=TailSlice(1), cache=cache)
+        read_history(path=paths[0], session_id=SESSION, slice=TailSlice(1), cache=cache)
+        # b was used more recently than c: c goes.
+        assert cache.cached(paths[2]) is None
+        assert cache.cached(paths[1]) is not None
+
+
+@pytest.mark.parametrize("capacity", [0, -1])
+def test_a_cache_holds_at_least_one(capacity: int) -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        TranscriptIndexCache(capacity)
+
+
+def test_threads_share_one_cache() -> None:
+    with folder() as where:
+        paths = []
+        for name in range(3):
+            path = where / f"{name}.jsonl"
+            path.write_bytes(
+                b"".join(user_line(UUIDS[n % 5], f"{name}-{n}") + b"\n" for n in range(40))
+            )
+            paths.append(path)
+        cache = TranscriptIndexCache(capacity=2)
+        failures: list[BaseException] = []
+
+        def reader(seed: int) -> None:
+            try:
+                for round_number in range(15):
+                    path = paths[(seed + round_number) % len(paths)]
+                    assert_reads_as_spec(path, cache, tail=1 + (seed + round_number) % 7)
+            except BaseException as error:
+                failures.append(error)
+
+        threads = [threading.Thread(target=reader, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+
+
+def test_skipped_lines_are_counted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(
+            b"// a comment\n\n"
+            + user_line("u-1", "kept")
+            + b"\n\xff\xfe garbage\n"
+            + user_line("u-2", "torn")[:20]
+        )
+        cache = TranscriptIndexCache()
+        with caplog.at_level(logging.DEBUG, logger="beebox_impl.transcript.index"):
+            history = read_history(path, SESSION, TailSlice(5), cache=cache)
+        assert [entry["uuid"] for entry in history["entries"]] == ["u-1"]
+        index = cache.cached(path)
+        assert index is not None
+        # The comment, the garbage and the torn line; a blank line is not counted.
+        assert index.unparsable_lines == 3
+        assert index.line_count == 5
+        assert "3 unparsable lines skipped" in caplog.text
+
+
+@pytest.mark.parametrize("tail", [0, -1, MAX_SESSION_ENTRIES + 1, True])
+def test_tail_bounds(tail: int) -> None:
+    with pytest.raises(InvalidHistorySlice):
+        TailSlice(tail)
+
+
+@pytest.mark.parametrize(
+    ("offset", "limit"), [(-1, 1), (0, 0), (0, MAX_SESSION_ENTRIES + 1), (False, 1), (0, True)]
+)
+def test_page_bounds(offset: int, limit: int) -> None:
+    with pytest.raises(InvalidHistorySlice):
+        PageSlice(offset, limit)
+
+
+def test_ids_sharing_a_key_still_answer_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every id under one key: each lookup finds some line, verifies it, and scans.
+    monkeypatch.setattr("beebox_impl.transcript.index.uuid_key", lambda _uuid: 7)
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(
+            user_line("u-2", "first")
+            + b"\n"
+            + photo_line("u-1", b"\x01" * 200_000)
+            + b"\n"
+            + photo_line("u-3", b"\x03" * 200_000)
+            + b"\n"
+        )
+        cache = TranscriptIndexCache()
+        assert_reads_as_spec(path, cache)
+        for uuid, photo in (("u-1", b"\x01"), ("u-3", b"\x03")):
+            ref: MediaRef = {"sessionId": SESSION, "entryUuid": uuid, "index": 0}
+            assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", photo * 200_000)

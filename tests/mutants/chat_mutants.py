@@ -1,0 +1,130 @@
+"""Deliberately broken `ChatSession`s: each breaks one rule of `beebox_spec.chat_session`.
+
+Each is a subclass overriding one step half of the real session, so the break is
+exactly one rule wide. `tests/mutants/test_mutants_are_caught.py` runs the
+ChatSession machine against every one and expects it to fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from beebox_impl.session.chat import (
+    ChatRun,
+    ChatSession,
+    _Plan,
+    _QueuedText,
+    _SendTurn,
+    _StartRun,
+)
+from beebox_impl.session.events import Closed, Done, StartFailed, TurnText
+from beebox_spec.lifecycle import (
+    IDLE,
+    Ready,
+    Starting,
+    Stopping,
+    Streaming,
+    after_turn_result,
+    lifecycle_run,
+    next_lifecycle,
+)
+
+__all__ = ["CHAT_MUTANTS"]
+
+
+class StopDrainsTheQueue(ChatSession):
+    """Stop keeps the queue, and the close handler drains it even after a deliberate stop."""
+
+    def _begin_stop(self) -> ChatRun | None:
+        queue = list(self._queue)
+        handle = super()._begin_stop()
+        self._queue = queue
+        return handle
+
+    def _run_ended(self, handle: ChatRun) -> _Plan:
+        self._require_current(handle, "closed")
+        intentional = isinstance(self._lifecycle, Stopping)
+        self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
+        self._events.publish(Closed(0 if intentional else None))
+        return self._begin_drain()
+
+
+class FirstTurnLeavesTheQueue(ChatSession):
+    """What was queued while the run started is not on its first turn (the original's code)."""
+
+    def _run_opened(self, handle: ChatRun) -> _SendTurn:
+        ready = next_lifecycle(self._lifecycle, Ready(handle))
+        entries = tuple(self._first_turn)
+        self._first_turn, self._first_turn_drained = [], False
+        self._lifecycle = next_lifecycle(ready, Streaming(handle))
+        self._turn_text = ""
+        return _SendTurn(handle, entries)
+
+
+class SecondRunInTheCloseWindow(ChatSession):
+    """A send in the close window starts a second run instead of being refused."""
+
+    def _begin_send(self, entries: Sequence[_QueuedText], *, drained: bool) -> tuple[bool, _Plan]:
+        handle = lifecycle_run(self._lifecycle)
+        if handle is not None and handle.close_requested and not self.busy:
+            # The bug: a raw phase write, around next_lifecycle, onto a session with a run.
+            self._lifecycle = Starting()
+            self._runs_started += 1
+            self._first_turn = list(entries)
+            self._first_turn_drained = drained
+            return True, _StartRun(self._runs_started, self._session_id)
+        return super()._begin_send(entries, drained=drained)
+
+
+class BusyFlipsAfterFeatureDeltas(ChatSession):
+    """The feature deltas are applied while the session still reads busy."""
+
+    def _turn_finished(self) -> _Plan:
+        if self._turn_text:
+            self._feature_deltas(self._turn_text)
+        self._lifecycle = after_turn_result(self._lifecycle)
+        self._events.publish(Done())
+        if self._turn_text:
+            self._events.publish(TurnText(self._turn_text))
+        return self._begin_drain()
+
+
+class RestartDropsTheQueue(ChatSession):
+    """Restart clears the queue, so the close handler has nothing to drain."""
+
+    def _begin_restart(self) -> ChatRun | None:
+        handle = super()._begin_restart()
+        if handle is not None:
+            self._queue = []
+        return handle
+
+
+class FailedDrainDropsItsTexts(ChatSession):
+    """A drain whose fresh run fails to start loses the drained texts."""
+
+    def _run_failed_to_open(self, reason: str) -> StartFailed:
+        self._first_turn_drained = False
+        if len(self._first_turn) != 1:
+            self._first_turn = self._first_turn[:1]
+        return super()._run_failed_to_open(reason)
+
+
+class StopKeepsTheRows(ChatSession):
+    """Stop clears the queue in memory but not its persisted rows."""
+
+    async def _finish_stop(self, handle: ChatRun) -> None:
+        await self._close_run(handle)
+
+
+CHAT_MUTANTS: dict[str, type[ChatSession]] = {
+    mutant.__name__: mutant
+    for mutant in (
+        StopDrainsTheQueue,
+        FirstTurnLeavesTheQueue,
+        SecondRunInTheCloseWindow,
+        BusyFlipsAfterFeatureDeltas,
+        RestartDropsTheQueue,
+        FailedDrainDropsItsTexts,
+        StopKeepsTheRows,
+    )
+}

@@ -1,0 +1,465 @@
+"""The stateful machine that proves `beebox_impl.session.ChatSession` equal to
+`beebox_spec.chat_session`.
+
+Each example opens one blocking portal on the machine's backend, opens a
+`ChatSession` on it (in-memory stores, a `HoldingEngine` over `ScriptedEngine`),
+and drives it and the spec model with the same commands: the caller's (send,
+enqueue, stop, restart, reset, interrupt, a box restart) and the engine's (a start
+answered or failed, a message, a run ending, a held close released). Rules are
+synchronous; each runs its command through the portal and settles. After every
+step the machine compares what an observer sees:
+
+- phase, busy, running and the queue (`beebox_spec.chat_session.observe`);
+- the session id held, and the one persisted;
+- the queue rows persisted (the queue, plus a drained first turn still starting);
+- every run the engine started, with the texts sent to it, and the session id
+  each start resumed;
+- the events emitted, in order, and the feature-delta calls — each of which
+  must see the session not busy (the busy-flip ordering);
+- the interrupts each run received.
+
+Interleavings that matter are ordinary steps: a send or an enqueue while the run
+starts (the start waits for the machine), a result racing a stop and a send in
+the close window (closes are held until the machine releases them, in examples
+that hold closes), a run dying mid-turn with a queue (the engine ends the run).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from beebox_impl.session import (
+    ChatEvent,
+    ChatSession,
+    Closed,
+    Done,
+    EventSubscription,
+    Message,
+    SessionIdAssigned,
+    StartFailed,
+    Task,
+    TurnText,
+)
+from beebox_impl.store import InMemoryQueueStore, InMemorySessionIdStore
+from beebox_spec import chat_session as spec
+from beebox_spec.lifecycle import Phase, Starting, lifecycle_run
+from beebox_spec.sdk_messages import adapt_sdk_message
+from tests.stateful.harness import (
+    HeldRun,
+    HoldingEngine,
+    MessageKind,
+    call_and_settle,
+    raw_message,
+)
+
+__all__ = ["ChatSessionMachine", "SpecChat"]
+
+T = TypeVar("T")
+
+TEXTS = st.sampled_from(["a", "b", "c\n\nd", "é <chat-app x/>", "", "f"])
+SESSION_IDS = st.sampled_from(["", "s-1", "s-2"])
+OTHER_MESSAGE_KINDS = st.sampled_from(
+    ["init", "error-result", "task", "stream-event", "ignored", "unknown"]
+)
+START_FAILURE = "machine says no"
+
+
+class SpecChat:
+    """The spec model, driven event by event, with its effects written down the way
+    the machine observes the implementation."""
+
+    def __init__(self, *, hold_closes: bool) -> None:
+        self.hold_closes = hold_closes
+        self.state = spec.initial_state()
+        self.saved_session_id: str | None = None
+        # Spec run number → index in the engine's list of started runs (this life only).
+        self.run_index: dict[int, int] = {}
+        # Across the box's lives, by engine run index: what reached each run.
+        self.engine_runs = 0
+        self.sent: dict[int, list[str]] = {}
+        self.interrupts: dict[int, int] = {}
+        self.resumed: list[str | None] = []
+        # This life's events and feature-delta calls.
+        self.events: list[tuple[str, object]] = []
+        self.feature_calls: list[str] = []
+
+    def boot(self, session_id: str | None, rows: tuple[str, ...]) -> None:
+        """The session opening on a box: its saved id, and a drain of the persisted rows."""
+        self.saved_session_id = session_id
+        self.run_index = {}
+        self.events = []
+        self.feature_calls = []
+        self.state = spec.initial_state(session_id)
+        if rows:
+            # DESIGN §5: persisted rows drain into a fresh run, as after an unexpected death.
+            self.state = spec.ChatSessionState(
+                lifecycle=Starting(),
+                session_id=session_id,
+                first_turn=rows,
+                first_turn_drained=True,
+                runs_started=1,
+            )
+            self.resumed.append(session_id)
+
+    def feed(self, first: spec.ChatSessionEvent) -> bool | None:
+        """Apply ``first`` and every event its effects cause at once; the send's answer."""
+        events: deque[spec.ChatSessionEvent] = deque([first])
+        accepted: bool | None = None
+        while events:
+            event = events.popleft()
+            result = spec.step(self.state, event)
+            self.state = result.state
+            if event is first:
+                accepted = result.accepted
+            if isinstance(event, spec.RunStarted):
+                self.run_index[self.state.runs_started] = self.engine_runs
+                self.sent[self.engine_runs] = []
+                self.engine_runs += 1
+            for effect in result.effects:
+                self._record(effect, events)
+        return accepted
+
+    def _record(self, effect: spec.Effect, events: deque[spec.ChatSessionEvent]) -> None:
+        match effect:
+            case spec.StartRun(resume_session_id=resume):
+                self.resumed.append(resume)
+            case spec.SendTurn(run=run, text=text):
+                self.sent[self.run_index[run]].append(text)
+            case spec.CloseRun(run=run):
+                # Unheld, the scripted engine ends the stream at once.
+                if not self.hold_closes:
+                    events.append(spec.RunClosed(run))
+            case spec.InterruptRun(run=run):
+                index = self.run_index[run]
+                self.interrupts[index] = self.interrupts.get(index, 0) + 1
+            case spec.SaveSessionId(session_id=session_id):
+                self.saved_session_id = session_id
+            case spec.ForgetSessionId():
+                self.saved_session_id = None
+            case spec.ApplyFeatureDeltas(turn_text=text):
+                self.feature_calls.append(text)
+            case spec.ReportStartFailed(reason=reason, failed_text=failed_text):
+                self.events.append(("start-failed", (reason, failed_text)))
+            case spec.Emit(event=name, detail=detail):
+                self.events.append((name, detail))
+
+    @property
+    def current_run(self) -> int | None:
+        return lifecycle_run(self.state.lifecycle)
+
+    @property
+    def persisted_rows(self) -> tuple[str, ...]:
+        """The rows the box must hold: a drained first turn still starting, then the queue."""
+        drained = self.state.first_turn if self.state.first_turn_drained else ()
+        return (*drained, *self.state.queue)
+
+
+def event_as_spec(event: ChatEvent) -> tuple[str, object]:
+    """An implementation event as the spec's (name, detail)."""
+    match event:
+        case SessionIdAssigned(session_id=session_id):
+            return (event.name, session_id)
+        case Message(message=message):
+            return (event.name, message)
+        case Task(message=task):
+            return (event.name, task)
+        case Done():
+            return (event.name, None)
+        case TurnText(text=text):
+            return (event.name, text)
+        case Closed(code=code):
+            return (event.name, code)
+        case StartFailed(reason=reason, failed_text=failed_text):
+            return (event.name, (reason, failed_text))
+
+
+class ChatSessionMachine(RuleBasedStateMachine):
+    """Same commands to `ChatSession` and `beebox_spec.chat_session`; same observations."""
+
+    backend: ClassVar[str] = "asyncio"
+    # Mutants (tests/mutants/) replace the class under test.
+    session_class: ClassVar[type[ChatSession]] = ChatSession
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._portal_context: AbstractContextManager[BlockingPortal] = start_blocking_portal(
+            self.backend
+        )
+        self.portal = self._portal_context.__enter__()
+        self.queue_store = InMemoryQueueStore()
+        self.id_store = InMemorySessionIdStore()
+        self.engine = HoldingEngine(hold_closes=False)
+        self.model = SpecChat(hold_closes=False)
+        self.session: ChatSession | None = None
+        self._session_context: AbstractContextManager[ChatSession] | None = None
+        self.events: EventSubscription[ChatEvent] | None = None
+        self.seen_events: list[tuple[str, object]] = []
+        self.feature_calls: list[tuple[str, bool]] = []
+        self.ordinal = 0
+
+    # --- Plumbing --------------------------------------------------------------------
+
+    def act(self, action: Callable[[], Awaitable[T]]) -> T:
+        return call_and_settle(self.portal, action)
+
+    @property
+    def chat(self) -> ChatSession:
+        assert self.session is not None, "the session is open from the first step"
+        return self.session
+
+    def _features(self, turn_text: str) -> None:
+        # The busy-flip ordering: this must see the session no longer busy.
+        self.feature_calls.append((turn_text, self.chat.busy))
+
+    def _open(self) -> None:
+        context = self.portal.wrap_async_context_manager(
+            self.session_class.open(
+                engine=self.engine,
+                box_root=Path("/nonexistent/beebox-machine"),
+                queue_store=self.queue_store,
+                session_id_store=self.id_store,
+                apply_feature_deltas=self._features,
+            )
+        )
+        self.session = context.__enter__()
+        self._session_context = context
+        self.events = self.session.subscribe(max_buffer=100_000)
+        self.act(self._noop)
+
+    def _close(self) -> None:
+        context, self._session_context = self._session_context, None
+        if self.events is not None:
+            self.events.close()
+        if context is not None:
+            context.__exit__(None, None, None)
+
+    @staticmethod
+    async def _noop() -> None:
+        return None
+
+    def teardown(self) -> None:
+        try:
+            self._close()
+        finally:
+            self._portal_context.__exit__(None, None, None)
+
+    def current_engine_run(self) -> HeldRun:
+        run = self.model.current_run
+        assert run is not None
+        return self.engine.runs[self.model.run_index[run]]
+
+    # --- Setup -----------------------------------------------------------------------
+
+    @initialize(
+        hold_closes=st.booleans(),
+        saved_session_id=st.sampled_from([None, "s-0"]),
+        leftover_rows=st.lists(TEXTS, max_size=2).map(tuple),
+    )
+    def open_session(
+        self, hold_closes: bool, saved_session_id: str | None, leftover_rows: tuple[str, ...]
+    ) -> None:
+        """A box with a saved session id and rows a previous life left queued."""
+        self.engine.hold_closes = hold_closes
+        self.model = SpecChat(hold_closes=hold_closes)
+        self.id_store.session_id = saved_session_id
+        self.queue_store = InMemoryQueueStore(leftover_rows)
+        self.model.boot(saved_session_id, leftover_rows)
+        self._open()
+
+    # --- The caller ------------------------------------------------------------------
+
+    @rule(text=TEXTS)
+    def send(self, text: str) -> None:
+        accepted = self.act(lambda: self.chat.send(text))
+        assert accepted == self.model.feed(spec.Send(text)), "send accepted differs"
+
+    @rule(text=TEXTS)
+    def enqueue(self, text: str) -> None:
+        self.act(lambda: self.chat.enqueue(text))
+        self.model.feed(spec.Enqueue(text))
+
+    def stop(self) -> None:
+        self.act(self.chat.stop)
+        self.model.feed(spec.Stop())
+
+    def restart(self) -> None:
+        self.act(self.chat.restart)
+        self.model.feed(spec.Restart())
+
+    def reset_session(self) -> None:
+        self.act(self.chat.reset_session)
+        self.model.feed(spec.ResetSession())
+
+    def interrupt(self) -> None:
+        self.act(self.chat.interrupt)
+        self.model.feed(spec.Interrupt())
+
+    def box_restarts(self) -> None:
+        """The box goes down and comes back: same stores, a new session."""
+        self._close()
+        self.model.boot(self.id_store.session_id, self.queue_store.texts)
+        self.seen_events = []
+        self.feature_calls = []
+        self._open()
+
+    @rule(action=st.sampled_from(["stop", "restart", "reset_session", "interrupt", "box_restarts"]))
+    def caller_acts(self, action: str) -> None:
+        """One rule for the rarer calls, so sends, enqueues and the engine get more turns."""
+        getattr(self, action)()
+
+    @precondition(lambda self: spec.session_running(self.model.state))
+    @rule(text=TEXTS)
+    def enqueue_onto_an_open_run(self, text: str) -> None:
+        """Enqueue again, given more weight while a run is open (a queue for stop,
+        restart and a death to act on)."""
+        self.enqueue(text)
+
+    @precondition(lambda self: spec.session_running(self.model.state))
+    @rule(action=st.sampled_from(["stop", "restart", "reset_session", "interrupt"]))
+    def caller_acts_on_an_open_run(self, action: str) -> None:
+        """The same calls, given more weight while there is a run for them to act on."""
+        getattr(self, action)()
+
+    # --- The engine ------------------------------------------------------------------
+
+    @precondition(lambda self: isinstance(self.model.state.lifecycle, Starting))
+    @rule(succeeds=st.sampled_from([True, True, False]))
+    def start_answered(self, succeeds: bool) -> None:
+        if succeeds:
+            self.start_succeeds()
+        else:
+            self.start_fails()
+
+    def start_succeeds(self) -> None:
+        self.act(self._accept_start)
+        self.model.feed(spec.RunStarted())
+
+    async def _accept_start(self) -> None:
+        self.engine.scripted.accept_start()
+
+    def start_fails(self) -> None:
+        self.act(self._fail_start)
+        self.model.feed(spec.RunStartFailed(START_FAILURE))
+
+    async def _fail_start(self) -> None:
+        self.engine.scripted.fail_start(START_FAILURE)
+
+    def say(self, kind: MessageKind, text: str, session_id: str) -> None:
+        """The current run says one message; the spec hears it adapted, if it adapts."""
+        self.ordinal += 1
+        raw = raw_message(kind, text, session_id, self.ordinal)
+        run = self.current_engine_run()
+        delivered = self.act(lambda: run.inner.emit(raw))
+        assert delivered, "the current run's stream is open"
+        adapted = adapt_sdk_message(raw)
+        if adapted is not None:
+            run_number = self.model.current_run
+            assert run_number is not None
+            self.model.feed(spec.SdkMessageArrived(run_number, adapted))
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule(text=TEXTS, session_id=SESSION_IDS)
+    def assistant_says(self, text: str, session_id: str) -> None:
+        self.say("assistant", text, session_id)
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule(session_id=SESSION_IDS)
+    def turn_result_arrives(self, session_id: str) -> None:
+        self.say("result", "", session_id)
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule(kind=OTHER_MESSAGE_KINDS, text=TEXTS, session_id=SESSION_IDS)
+    def run_says(self, kind: MessageKind, text: str, session_id: str) -> None:
+        self.say(kind, text, session_id)
+
+    # Compound steps: the common progressions in one rule, so examples get deep enough
+    # to reach the rare interleavings. Every part is also a rule of its own.
+
+    @precondition(lambda self: self.model.state.lifecycle.phase is Phase.IDLE)
+    @rule(text=TEXTS)
+    def send_and_start(self, text: str) -> None:
+        self.send(text)
+        self.start_succeeds()
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule(text=TEXTS, session_id=SESSION_IDS)
+    def whole_turn(self, text: str, session_id: str) -> None:
+        self.assistant_says(text, session_id)
+        self.turn_result_arrives(session_id)
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule()
+    def run_ends(self) -> None:
+        """The run's stream ends: a held close completes, or the run dies on its own."""
+        run = self.current_engine_run()
+        if run.close_requested:
+            self.act(self._release(run))
+        else:
+            self.act(self._end(run))
+        run_number = self.model.current_run
+        assert run_number is not None
+        self.model.feed(spec.RunClosed(run_number))
+
+    @staticmethod
+    def _release(run: HeldRun) -> Callable[[], Awaitable[None]]:
+        async def release() -> None:
+            run.release_close()
+
+        return release
+
+    @staticmethod
+    def _end(run: HeldRun) -> Callable[[], Awaitable[None]]:
+        return run.inner.end
+
+    # --- The comparison --------------------------------------------------------------
+
+    @invariant()
+    def observations_agree(self) -> None:
+        if self.session is None:
+            return
+        chat, model = self.chat, self.model
+        expected = spec.observe(model.state)
+        got = spec.Observation(chat.phase, chat.busy, chat.running, chat.queue)
+        assert got == expected, f"observation: impl {got} != spec {expected}"
+        assert chat.session_id == model.state.session_id, "session id held"
+        assert self.id_store.session_id == model.saved_session_id, "session id persisted"
+        assert self.queue_store.texts == model.persisted_rows, "persisted queue rows"
+
+    @invariant()
+    def runs_agree(self) -> None:
+        if self.session is None:
+            return
+        assert len(self.engine.runs) == self.model.engine_runs, "runs started"
+        sent = {index: list(run.sent) for index, run in enumerate(self.engine.runs)}
+        assert sent == self.model.sent, "texts sent per run"
+        resumed = [options.resume_session_id for options in self.engine.starts]
+        assert resumed == self.model.resumed, "session ids the starts resumed"
+        interrupts = {
+            index: run.interrupts for index, run in enumerate(self.engine.runs) if run.interrupts
+        }
+        assert interrupts == self.model.interrupts, "interrupts per run"
+
+    @invariant()
+    def events_agree(self) -> None:
+        if self.events is None:
+            return
+        self.seen_events += [event_as_spec(event) for event in self.events.drain_nowait()]
+        assert self.seen_events == self.model.events, "events emitted"
+        assert [text for text, _busy in self.feature_calls] == self.model.feature_calls
+        assert not any(busy for _text, busy in self.feature_calls), (
+            "feature deltas applied while the session still read busy"
+        )

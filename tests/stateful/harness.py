@@ -1,0 +1,171 @@
+"""What the stateful machines share: settling a loop, an engine whose closes the
+test can hold open, and the raw SDK messages the machines make a run say.
+
+Settling (DESIGN.md §2, "The stateful tests"): after each command the machine
+waits until every task on the loop is blocked, never for a time.
+
+- trio: `trio.testing.wait_all_tasks_blocked` is exact and cheap.
+- asyncio: anyio's `wait_all_tasks_blocked` sleeps 100 ms whenever a task is
+  runnable, so `_settle_asyncio` instead yields with ``asyncio.sleep(0)`` until
+  every other task is waiting on a future that is not done and no callback is
+  ready to run — twice in a row, so a wake-up scheduled by the last step is seen.
+
+Both count a task waiting on a worker thread as blocked, so the machines use
+stores that stay on the loop (`beebox_impl.store.memory`).
+
+Held closes: the protocol lets a run's stream end "soon after" `close()`.
+`ScriptedEngine`'s runs end at once, which leaves the close window — the session
+asked to close, the close has not come back — open only between two
+instructions. `HoldingEngine` can hold each close until the machine releases it,
+so the close window, and a result that races a stop, are ordinary states the
+machine reaches and observes between steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Literal, TypeAlias, TypeVar
+
+from anyio.from_thread import BlockingPortal
+from anyio.lowlevel import checkpoint
+
+from beebox_impl.engine import ScriptedEngine, ScriptedRun
+from beebox_impl.engine.messages import assistant_message, init_message, result_message
+from beebox_impl.engine.protocol import StartOptions, TurnContent
+from beebox_impl.testing import settle
+from beebox_spec.entries import JsonObject
+
+__all__ = [
+    "HeldRun",
+    "HoldingEngine",
+    "MessageKind",
+    "call_and_settle",
+    "raw_message",
+    "settle",
+]
+
+T = TypeVar("T")
+
+
+def call_and_settle(portal: BlockingPortal, action: Callable[[], Awaitable[T]]) -> T:
+    """Run ``action`` on the portal's loop, settle, and return what it returned."""
+
+    async def act() -> T:
+        result = await action()
+        await settle()
+        return result
+
+    return portal.call(act)
+
+
+class HeldRun:
+    """A `ScriptedRun` whose `close` the machine may hold: the stream ends on `release_close`."""
+
+    def __init__(self, inner: ScriptedRun, *, hold_closes: bool) -> None:
+        self.inner = inner
+        self.hold_closes = hold_closes
+        self.close_requested = False
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+    @property
+    def sent(self) -> list[TurnContent]:
+        return self.inner.sent
+
+    @property
+    def interrupts(self) -> int:
+        return self.inner.interrupts
+
+    @property
+    def options(self) -> StartOptions:
+        return self.inner.options
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        return self.inner.messages()
+
+    async def send(self, content: TurnContent) -> None:
+        await self.inner.send(content)
+
+    async def interrupt(self) -> None:
+        await self.inner.interrupt()
+
+    async def close(self) -> None:
+        self.close_requested = True
+        if self.hold_closes:
+            await checkpoint()
+        else:
+            await self.inner.close()
+
+    def release_close(self) -> None:
+        """The held close completes: the stream ends now."""
+        self.inner.close_nowait()
+
+    @property
+    def ended(self) -> bool:
+        return self.inner.ended
+
+
+class HoldingEngine:
+    """`ScriptedEngine` with every run wrapped in a `HeldRun`."""
+
+    def __init__(self, *, hold_closes: bool) -> None:
+        self.scripted = ScriptedEngine()
+        self.hold_closes = hold_closes
+        self.runs: list[HeldRun] = []
+
+    async def start(self, options: StartOptions) -> HeldRun:
+        run = HeldRun(await self.scripted.start(options), hold_closes=self.hold_closes)
+        self.runs.append(run)
+        return run
+
+    @property
+    def starts(self) -> list[StartOptions]:
+        return self.scripted.starts
+
+    @property
+    def waiting_starts(self) -> int:
+        return self.scripted.waiting_starts
+
+
+MessageKind: TypeAlias = Literal[
+    "init", "assistant", "result", "error-result", "task", "stream-event", "ignored", "unknown"
+]
+
+
+def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> JsonObject:
+    """A raw SDK message of ``kind`` (``session_id`` "" for one that names none)."""
+    uuid = f"machine-{ordinal}"
+    if kind == "init":
+        return init_message(session_id or "s-init")
+    if kind == "assistant":
+        return assistant_message(
+            text, session_id=session_id, uuid=uuid, message_id=f"msg-{ordinal}", model="machine"
+        )
+    if kind == "result":
+        return result_message(session_id=session_id, uuid=uuid, result=text)
+    if kind == "error-result":
+        return result_message(
+            session_id=session_id, uuid=uuid, subtype="error_during_execution", is_error=True
+        )
+    if kind == "task":
+        return {
+            "type": "system",
+            "subtype": "task_started",
+            "session_id": session_id or "s-task",
+            "uuid": uuid,
+            "task_id": f"task-{ordinal}",
+            "description": text,
+        }
+    if kind == "stream-event":
+        return {
+            "type": "stream_event",
+            "session_id": session_id or "s-stream",
+            "uuid": uuid,
+            "event": {"type": "content_block_delta"},
+            "parent_tool_use_id": None,
+        }
+    if kind == "ignored":
+        return {"type": "tool_progress", "session_id": session_id, "uuid": uuid}
+    return {"type": "mystery", "session_id": session_id, "uuid": uuid, "text": text}
