@@ -9,8 +9,9 @@ bounds checked by the spec's own `check_history_tail` / `check_history_page`.
 index (`beebox_impl.transcript.index`) is built by one forward pass on first use,
 and extended, not rebuilt, as the transcript grows. The pass hands over the
 entries it meets, and the ones the slice wants are kept, so a cold read reads the
-file once. With a current index a slice reads only its own lines, by offset:
-opening a long chat costs what its last N entries cost.
+file once. With a current index a slice reads only its own lines, by offset, and
+of a photo line only the bytes around its photos (the pass recorded where they
+are): opening a long chat costs what its last N entries' text costs.
 
 Each line read by offset must still yield an entry; if one does not (the file was
 rewritten under an index whose key still matched), the index is dropped and the
@@ -28,7 +29,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache, interpret_line
-from beebox_impl.transcript.lines import TranscriptChanged, open_transcript, read_line_record_at
+from beebox_impl.transcript.lines import (
+    TranscriptChanged,
+    open_transcript,
+    read_line_record_at,
+    read_stripped_line_at,
+)
 from beebox_spec.entries import SessionEntry, SessionHistory
 from beebox_spec.transcript import check_history_page, check_history_tail
 
@@ -135,9 +141,25 @@ def _entry_at(
     # The entry at `position` of the history, read from its line alone.
     line_index = index.entry_lines[position]
     offset, length = index.line_span(line_index)
-    record = read_line_record_at(
-        file, offset=offset, length=length, line_number=line_index + 1, block_size=cache.block_size
-    )
+    stripped = index.stripped_lines.get(line_index)
+    if stripped is not None:
+        # A photo line: its structure is read around the photos, not through them.
+        record = read_stripped_line_at(
+            file,
+            offset=offset,
+            length=length,
+            line_number=line_index + 1,
+            payload_spans=stripped.payload_spans,
+            utf8_bytes=stripped.utf8_bytes,
+        )
+    else:
+        record = read_line_record_at(
+            file,
+            offset=offset,
+            length=length,
+            line_number=line_index + 1,
+            block_size=cache.block_size,
+        )
     entry, _ = interpret_line(record, session_id)
     # The index said this line yields an entry: if it no longer does, it is stale.
     if entry is None:

@@ -2,7 +2,8 @@
 
 An index records, for one file as it was at one `(path, device, inode, size,
 mtime)`, where every line sits and what it contributes: which lines yield history
-entries (so a slice of history reads only its own lines, by offset), and which
+entries (so a slice of history reads only its own lines, by offset, and of a long
+line stripped of its photos only the bytes around them), and which
 line is the first whose own top-level `uuid` is a given id (so a photo costs one
 seek). It is built by one forward pass of the guarded reader
 (`beebox_impl.transcript.lines`), with the spec's per-line rules
@@ -71,6 +72,7 @@ from beebox_spec.transcript import entry_from_record, oversize_entry_from_head
 __all__ = [
     "FileIdentity",
     "OpaqueLine",
+    "StrippedLine",
     "TranscriptIndex",
     "TranscriptIndexCache",
     "interpret_line",
@@ -155,6 +157,19 @@ class FileIdentity:
 
 
 @dataclass(frozen=True, slots=True)
+class StrippedLine:
+    """A long line the pass stripped into an entry: where its payloads were.
+
+    A later read of its entry reads only the bytes between them
+    (`read_stripped_line_at`): a photo's bytes are read by the pass and by a fetch
+    of that photo, not by every history read that shows its turn.
+    """
+
+    payload_spans: tuple[tuple[int, int], ...]
+    utf8_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class OpaqueLine:
     """A line whose own uuid the pass did not read, or that is too large to serve.
 
@@ -183,6 +198,7 @@ class TranscriptIndex:
     line_lengths: array[int]
     entry_lines: array[int]
     line_uuid_keys: array[int]
+    stripped_lines: dict[int, StrippedLine]
     opaque_lines: tuple[OpaqueLine, ...]
     unparsable_lines: int
     committed_lines: int
@@ -228,6 +244,7 @@ class _IndexBuilder:
             self.line_lengths = array("q")
             self.entry_lines = array("q")
             self.line_uuid_keys = array("q")
+            self.stripped_lines: dict[int, StrippedLine] = {}
             self.opaque: list[OpaqueLine] = []
             self.unparsable = 0
             self.opaque_own_uuids: dict[int, str | None] = {}
@@ -238,6 +255,9 @@ class _IndexBuilder:
             self.line_lengths = base.line_lengths[:lines]
             self.entry_lines = base.entry_lines[: base.committed_entries]
             self.line_uuid_keys = base.line_uuid_keys[:lines]
+            self.stripped_lines = {
+                line: known for line, known in base.stripped_lines.items() if line < lines
+            }
             self.opaque = list(base.opaque_lines[: base.committed_opaque])
             self.unparsable = base.committed_unparsable
             self.opaque_own_uuids = {
@@ -267,6 +287,8 @@ class _IndexBuilder:
         if (record.kind == "oversize" or too_large) and record.uuid_values != frozenset():
             self.opaque.append(OpaqueLine(line_index, too_large, record.uuid_values))
         self.line_uuid_keys.append(_NO_UUID if own_uuid is None else uuid_key(own_uuid))
+        if record.payload_spans is not None and entry is not None:
+            self.stripped_lines[line_index] = StrippedLine(record.payload_spans, record.utf8_bytes)
         if record.terminated:
             self.committed_lines = line_index + 1
             self.committed_end = record.end
@@ -283,6 +305,7 @@ class _IndexBuilder:
             line_lengths=self.line_lengths,
             entry_lines=self.entry_lines,
             line_uuid_keys=self.line_uuid_keys,
+            stripped_lines=self.stripped_lines,
             opaque_lines=tuple(self.opaque),
             unparsable_lines=self.unparsable,
             committed_lines=self.committed_lines,

@@ -42,6 +42,7 @@ from typing import BinaryIO, Final, Literal
 
 from beebox_impl.transcript.strip import PayloadScanner, find_quoted, strip_inline_media_bytes
 from beebox_spec.javascript import utf8_length, utf16_prefix
+from beebox_spec.media import STRIPPED_MEDIA_MARKER
 from beebox_spec.transcript import MAX_SESSION_LINE_BYTES, SNIFF_CHARS, is_oversize_line
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "read_chunks",
     "read_line_record_at",
     "read_line_records",
+    "read_stripped_line_at",
     "scan_line_records",
 ]
 
@@ -76,6 +78,7 @@ HEAD_BYTES: Final = 3 * SNIFF_CHARS + 16
 # lookup reads the line again instead (a bound on the index's memory).
 MAX_UUID_VALUES: Final = 256
 
+_MARKER: Final = STRIPPED_MEDIA_MARKER.encode("ascii")
 _UUID_KEY: Final = b'"uuid":"'
 # An id of the media reference grammar after the key, its closing quote looked at but
 # not consumed: a quote can close one value and open the next key.
@@ -100,6 +103,9 @@ class LineRecord:
     `uuid_values`, for oversize lines and long ones (those the index may have to
     look into again), are the ids X for which ``"uuid":"X"`` occurs in the line, or
     None when there were too many; for other lines it is None (their text is here).
+    `payload_spans` are where a long stripped line's payloads were, from the line's
+    start: with them `read_stripped_line_at` reads such a line again without its
+    payloads (None for every other line).
     """
 
     line_number: int
@@ -113,6 +119,7 @@ class LineRecord:
     head: str | None
     utf8_bytes: int
     uuid_values: frozenset[str] | None
+    payload_spans: tuple[tuple[int, int], ...] | None
 
 
 class UuidValueCollector:
@@ -209,7 +216,7 @@ def classify_line(
     if utf8_bytes <= MAX_SESSION_LINE_BYTES:
         return LineRecord(
             line_number, offset, len(content), end, terminated,
-            "parseable", False, text, None, utf8_bytes, None,
+            "parseable", False, text, None, utf8_bytes, None, None,
         )  # fmt: skip
     stripped = strip_inline_media_bytes(content)
     if stripped is not None:
@@ -218,13 +225,13 @@ def classify_line(
         if not is_oversize_line(stripped_text):
             return LineRecord(
                 line_number, offset, len(content), end, terminated,
-                "parseable", True, stripped_text, None, utf8_bytes, None,
+                "parseable", True, stripped_text, None, utf8_bytes, None, None,
             )  # fmt: skip
     # Nothing to strip, or still too big: never parsed, only sniffed.
     return LineRecord(
         line_number, offset, len(content), end, terminated,
         "oversize", False, None, utf16_prefix(text, SNIFF_CHARS), utf8_bytes,
-        _collect_uuid_values(content),
+        _collect_uuid_values(content), None,
     )  # fmt: skip
 
 
@@ -258,12 +265,13 @@ class _LongLine:
                 return LineRecord(
                     line_number, offset, self.length, end, terminated,
                     "parseable", True, stripped_text, None, utf8_bytes, self._uuids.values(),
+                    scanned.payloads,
                 )  # fmt: skip
         # The head's last character may be cut short; it lies past SNIFF_CHARS units.
         head = utf16_prefix(bytes(self._head).decode("utf-8", "replace"), SNIFF_CHARS)
         return LineRecord(
             line_number, offset, self.length, end, terminated,
-            "oversize", False, None, head, utf8_bytes, self._uuids.values(),
+            "oversize", False, None, head, utf8_bytes, self._uuids.values(), None,
         )  # fmt: skip
 
 
@@ -441,3 +449,38 @@ def read_chunks(file: BinaryIO, offset: int, length: int, block_size: int) -> It
             raise TranscriptChanged(f"the bytes at {offset} end {remaining} bytes short")
         remaining -= len(chunk)
         yield chunk
+
+
+def read_stripped_line_at(
+    file: BinaryIO,
+    *,
+    offset: int,
+    length: int,
+    line_number: int,
+    payload_spans: tuple[tuple[int, int], ...],
+    utf8_bytes: int,
+) -> LineRecord:
+    """A long stripped line read again from its gaps alone, its payloads' spans known.
+
+    The line was classified `parseable` and stripped, with these spans, by a pass
+    over the same file (same identity); reading only the bytes between payloads
+    and writing the marker in place of each gives the same stripped text without
+    reading a photo again. Raises `TranscriptChanged` when the file is too short.
+    """
+    parts: list[bytes] = []
+    cursor = 0
+    for start, stop in (*payload_spans, (length, length)):
+        gap = start - cursor
+        file.seek(offset + cursor)
+        part = file.read(gap)
+        if len(part) != gap:
+            raise TranscriptChanged(f"line {line_number} at byte {offset} is cut short")
+        parts.append(part)
+        if start < length:
+            parts.append(_MARKER)
+        cursor = stop
+    stripped_text = b"".join(parts).decode("utf-8", "replace")
+    return LineRecord(
+        line_number, offset, length, offset + length, True,
+        "parseable", True, stripped_text, None, utf8_bytes, None, payload_spans,
+    )  # fmt: skip
