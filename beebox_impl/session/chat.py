@@ -41,7 +41,8 @@ How it runs
 -----------
 
 Each caller operation takes effect when it is called, before it first yields
-(`checkpoint_if_cancelled` first, a cancel-shielded checkpoint last), so
+(`checkpoint_if_cancelled` first; a cancel-shielded checkpoint last when the call
+has not yielded otherwise, so every call still yields at least once), so
 operations take effect in the order they are made and a cancelled caller changes
 nothing. Each event is handled in two halves: every state change of the step happens at
 once, with no await in between (so another task never sees half a step), and
@@ -300,9 +301,11 @@ class ChatSession:
         accepted, plan = self._begin_send((_QueuedText(text),), drained=False)
         if isinstance(plan, _SendTurn):
             # A caller's turn that cannot reach the engine is the caller's to hear about.
+            # The engine's send checkpoints (engine protocol): the call has yielded.
             await plan.handle.run.send(plan.text)
-        else:
-            await self._perform(plan)
+            return accepted
+        # Starting a run (or refusing) does not yield: `_perform` only spawns the start.
+        await self._perform(plan)
         await self._leave()
         return accepted
 
@@ -311,7 +314,7 @@ class ChatSession:
         await self._enter()
         entry = _QueuedText(text, persisted=True)
         self._queue.append(entry)
-        written = self._writer.submit(partial(self._persist, entry))
+        written = self._writer.submit_batch(self._persist_many, entry)
         try:
             await written.wait()
         except Exception:
@@ -319,7 +322,7 @@ class ChatSession:
             if entry in self._queue:
                 self._queue.remove(entry)
             raise
-        await self._leave()
+        # No `_leave`: waiting on the write has yielded (an event's wait always does).
 
     async def stop(self) -> None:
         """Stop: close the run, clear the queue; the close handler will not drain."""
@@ -486,8 +489,9 @@ class ChatSession:
             raise anyio.ClosedResourceError("the chat session is closed")
 
     async def _leave(self) -> None:
-        # Every call yields once it has taken effect, whether or not it did I/O; a
-        # cancellation arriving now must not pretend the call did not happen.
+        # Every call yields at least once, whether or not it did I/O: a call that has
+        # not yielded yet ends here. A cancellation arriving now must not pretend the
+        # call did not happen.
         await cancel_shielded_checkpoint()
 
     async def _load(self) -> None:
@@ -516,17 +520,20 @@ class ChatSession:
         self._delete_rows(plan.entries)
 
     def _delete_rows(self, entries: Sequence[_QueuedText]) -> None:
-        async def delete() -> None:
-            # Read the ids now: the writer has already written every one of these rows.
-            row_ids = [entry.row_id for entry in entries if entry.row_id is not None]
-            if row_ids:
-                await self._queue_store.delete(row_ids)
-
         if any(entry.persisted for entry in entries):
-            self._writer.submit(delete)
+            self._writer.submit_batch(self._delete_many, tuple(entries))
 
-    async def _persist(self, entry: _QueuedText) -> None:
-        entry.row_id = await self._queue_store.append(entry.text)
+    async def _delete_many(self, turns: Sequence[Sequence[_QueuedText]]) -> None:
+        # Read the ids now: the writer has already written every one of these rows.
+        row_ids = [entry.row_id for turn in turns for entry in turn if entry.row_id is not None]
+        if row_ids:
+            await self._queue_store.delete(row_ids)
+
+    async def _persist_many(self, entries: Sequence[_QueuedText]) -> None:
+        # Consecutive enqueues, in order, as one write (`StoreWriter.submit_batch`).
+        row_ids = await self._queue_store.append_many([entry.text for entry in entries])
+        for entry, row_id in zip(entries, row_ids, strict=True):
+            entry.row_id = row_id
 
     async def _start_run(self, number: int, resume_session_id: str | None) -> None:
         options = StartOptions(

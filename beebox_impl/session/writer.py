@@ -7,14 +7,23 @@ delete could run before the insert it deletes. One writer task per session
 performs the writes in the order the state changed, so the store always follows
 memory. A write can be waited on (`StoreOperation.wait`, which raises what the
 write raised) or left to run; a failed write nobody waits on is logged.
+
+Batching: a write submitted with `StoreWriter.submit_batch` names a batch
+function and one item. Consecutive pending writes with the same batch function
+are performed by one call of it with their items, in submission order (one store
+round trip, one scheduler pass, for a burst of enqueues); each of them is done
+when that call returns, and each raises what it raised. A write of another kind
+ends a batch, so the order on disk is still the order of submission.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, TypeVar
 
 import anyio
 
@@ -22,14 +31,18 @@ __all__ = ["StoreOperation", "StoreWriter"]
 
 _log = logging.getLogger(__name__)
 
+ItemT = TypeVar("ItemT")
+
 
 @dataclass(eq=False)
 class StoreOperation:
-    """One submitted write."""
+    """One submitted write: ``work``, or ``item`` for the batch function ``batch``."""
 
-    work: Callable[[], Awaitable[object]]
+    work: Callable[[], Awaitable[object]] | None
     done: anyio.Event = field(default_factory=anyio.Event)
     error: Exception | None = None
+    batch: Callable[[Sequence[Any]], Awaitable[object]] | None = None
+    item: object = None
 
     async def wait(self) -> None:
         """Wait until performed; raise what it raised."""
@@ -48,7 +61,18 @@ class StoreWriter:
 
     def submit(self, work: Callable[[], Awaitable[object]]) -> StoreOperation:
         """Queue ``work`` behind every write submitted before it."""
-        operation = StoreOperation(work)
+        return self._queue(StoreOperation(work))
+
+    def submit_batch(
+        self, batch: Callable[[Sequence[ItemT]], Awaitable[object]], item: ItemT
+    ) -> StoreOperation:
+        """Queue ``batch([..., item, ...])`` behind every write submitted before it.
+
+        Consecutive writes with an equal ``batch`` share one call (see the module doc).
+        """
+        return self._queue(StoreOperation(None, batch=batch, item=item))
+
+    def _queue(self, operation: StoreOperation) -> StoreOperation:
         self._pending.append(operation)
         self._wake.set()
         return operation
@@ -70,12 +94,37 @@ class StoreWriter:
                 self._wake = anyio.Event()
                 await self._wake.wait()
                 continue
-            operation = self._pending[0]
+            operations = self._take()
             try:
-                await operation.work()
+                await self._perform(operations)
             except Exception as error:
-                operation.error = error
+                for operation in operations:
+                    operation.error = error
                 _log.error("%s: a store write failed: %r", self._label, error)
             finally:
+                for operation in operations:
+                    operation.done.set()
+
+    def _take(self) -> list[StoreOperation]:
+        """The next write, with the writes of its batch that follow it (left queued)."""
+        first = self._pending[0]
+        operations = [first]
+        if first.batch is not None:
+            for operation in islice(self._pending, 1, None):
+                if operation.batch is None or operation.batch != first.batch:
+                    break
+                operations.append(operation)
+        return operations
+
+    async def _perform(self, operations: list[StoreOperation]) -> None:
+        try:
+            first = operations[0]
+            if first.batch is not None:
+                await first.batch([operation.item for operation in operations])
+            else:
+                assert first.work is not None
+                await first.work()
+        finally:
+            # Performed (or failed) writes leave the queue before anyone hears of them.
+            for _ in operations:
                 self._pending.popleft()
-                operation.done.set()

@@ -213,6 +213,20 @@ class SqliteQueueStore:
 
         return await self._database.write(insert)
 
+    async def append_many(self, texts: Sequence[str]) -> list[int]:
+        def insert(connection: sqlite3.Connection) -> list[int]:
+            row_ids: list[int] = []
+            for text in texts:
+                cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
+                assert cursor.lastrowid is not None
+                row_ids.append(cursor.lastrowid)
+            return row_ids
+
+        texts = list(texts)
+        if not texts:
+            return []
+        return await self._database.write(insert)
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         ids = [(row_id,) for row_id in row_ids]
         if not ids:

@@ -47,6 +47,10 @@ class InMemoryQueueStore:
         await checkpoint()
         return self._add(text)
 
+    async def append_many(self, texts: Sequence[str]) -> list[int]:
+        await checkpoint()
+        return [self._add(text) for text in texts]
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         await checkpoint()
         doomed = set(row_ids)

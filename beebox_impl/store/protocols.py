@@ -44,6 +44,10 @@ class QueueStore(Protocol):
         """Persist ``text`` at the tail of the queue; return its row id once it is durable."""
         ...
 
+    async def append_many(self, texts: Sequence[str]) -> list[int]:
+        """`append` each of ``texts`` in order, in one write (all or none); their row ids."""
+        ...
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         """Remove these rows (ids already gone are ignored)."""
         ...

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 import anyio
@@ -10,6 +10,7 @@ import pytest
 
 from beebox_impl.engine.protocol import TurnContent
 from beebox_impl.session import EventFanout, ManualClock, PumpCounters, pump_chat_run
+from beebox_impl.session.writer import StoreWriter
 from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import AdaptedMessage
 
@@ -148,3 +149,37 @@ async def test_the_manual_clock_wakes_exactly_the_sleepers_due() -> None:
         clock.advance(timedelta(seconds=-1))
     with pytest.raises(ValueError, match="zone"):
         ManualClock(datetime(2026, 1, 1))
+
+
+async def test_the_store_writer_batches_consecutive_writes_of_one_kind() -> None:
+    log: list[object] = []
+
+    async def batch(items: Sequence[str]) -> None:
+        await anyio.lowlevel.checkpoint()
+        log.append(list(items))
+        if "bad" in items:
+            raise ValueError("bad")
+
+    async def single() -> None:
+        await anyio.lowlevel.checkpoint()
+        log.append("single")
+
+    writer = StoreWriter("test")
+    async with anyio.create_task_group() as group:
+        group.start_soon(writer.run)
+        a = writer.submit_batch(batch, "a")
+        b = writer.submit_batch(batch, "b")
+        s = writer.submit(single)
+        c = writer.submit_batch(batch, "c")
+        bad = writer.submit_batch(batch, "bad")
+        await writer.flush()
+        assert writer.idle
+        group.cancel_scope.cancel()
+    # Disk order is submission order; another kind of write ends a batch.
+    assert log == [["a", "b"], "single", ["c", "bad"]]
+    for done in (a, b, s):
+        await done.wait()
+    # Every write of a failed batch raises what the batch raised.
+    for failed in (c, bad):
+        with pytest.raises(ValueError, match="bad"):
+            await failed.wait()

@@ -130,6 +130,21 @@ async def test_the_queue_keeps_order_and_deletes_by_row(
         assert await queue.load() == []
 
 
+async def test_append_many_appends_in_order_in_one_write(
+    tmp_path: Path, stores: StoreFactory
+) -> None:
+    async with stores(tmp_path) as (queue, _records):
+        first = await queue.append("a")
+        assert await queue.append_many([]) == []
+        row_ids = await queue.append_many(["b", "c"])
+        assert [first, *row_ids] == sorted({first, *row_ids})
+        assert [(row.row_id, row.text) for row in await queue.load()] == [
+            (first, "a"),
+            (row_ids[0], "b"),
+            (row_ids[1], "c"),
+        ]
+
+
 async def test_thread_records_are_saved_replaced_and_deleted(
     tmp_path: Path, stores: StoreFactory
 ) -> None:
