@@ -73,3 +73,4 @@ def bench(session: nox.Session) -> None:
     """The benchmarks, each figure beside a baseline measured in the same run (long)."""
     install(session)
     session.run("python", "bench/transcripts.py", *session.posargs)
+    session.run("python", "bench/sessions.py", *session.posargs)
