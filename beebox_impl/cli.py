@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from beebox_impl.store.database import database_path
 from beebox_impl.transcript import (
+    IndexShelf,
     MediaFound,
     PageSlice,
     TailSlice,
@@ -107,6 +109,13 @@ def _projects_root() -> Path:
     return projects_root(os.environ, Path.home())
 
 
+def _index_cache(box_root: Path) -> TranscriptIndexCache:
+    # In a box, indexes are shelved in its state folder: the next command starts warm.
+    state_directory = database_path(box_root).parent
+    shelf = IndexShelf.in_box_state(state_directory) if state_directory.is_dir() else None
+    return TranscriptIndexCache(capacity=1, shelf=shelf)
+
+
 def _chat_history(args: argparse.Namespace) -> int:
     try:
         path = transcript_path(args.box, args.session, _projects_root())
@@ -119,7 +128,7 @@ def _chat_history(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"bbx: no transcript for session {args.session} at {path}", file=sys.stderr)
         return EXIT_NOT_FOUND
-    history = read_history(path, args.session, window, cache=TranscriptIndexCache(capacity=1))
+    history = read_history(path, args.session, window, cache=_index_cache(args.box))
     if args.json:
         json.dump(history, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -170,7 +179,7 @@ def _chat_media(args: argparse.Namespace) -> int:
     except (MalformedMediaRef, InvalidSessionId) as error:
         print(f"bbx: malformed media reference: {error}", file=sys.stderr)
         return EXIT_USAGE
-    result = fetch_media(path, ref, cache=TranscriptIndexCache(capacity=1))
+    result = fetch_media(path, ref, cache=_index_cache(args.box))
     if not isinstance(result, MediaFound):
         print(f"bbx: no photo at {args.ref}: {result.reason}", file=sys.stderr)
         return EXIT_NOT_FOUND

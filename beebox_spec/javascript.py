@@ -379,7 +379,8 @@ def utf8_length(text: str) -> int:
 
 def utf16_length(text: str) -> int:
     """JavaScript's `.length`: UTF-16 code units (a character past U+FFFF counts 2)."""
-    return sum(2 if ord(character) > 0xFFFF else 1 for character in text)
+    # Two bytes a unit; "surrogatepass" lets a lone surrogate count its one unit.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_prefix(text: str, units: int) -> str:
@@ -388,6 +389,10 @@ def utf16_prefix(text: str, units: int) -> str:
     (ours) JavaScript would keep the first half of a surrogate pair; a lone
     surrogate is not Unicode text, so the spec leaves the character out whole.
     """
+    head = text[:units]
+    # Without a character past U+FFFF every character is one unit: nothing is split.
+    if utf16_length(head) == len(head):
+        return head
     taken = 0
     for position, character in enumerate(text):
         width = 2 if ord(character) > 0xFFFF else 1

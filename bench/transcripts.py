@@ -15,9 +15,12 @@ How it measures:
 - Every measured operation runs in a fresh child process (this script, re-run
   with a hidden `--child` argument), so one measurement's allocations, caches
   and imports cannot leak into another's figures.
-- Time: `time.perf_counter`, the best of K repetitions. Cold = a fresh
-  `TranscriptIndexCache` for each repetition; warm = one untimed call first, then
-  K timed calls on the same cache.
+- Time: `time.perf_counter`, the best of K repetitions, in three states:
+  "first read" = a fresh `TranscriptIndexCache` and no shelf for each
+  repetition (the first read of this transcript ever: it builds the index);
+  "new process" = a fresh cache for each repetition over an `IndexShelf` that an
+  untimed first call filled (a box after a restart); "warm" = one untimed call
+  first, then K timed calls on the same cache.
 - Peak RSS growth: the child's high-water mark during the operation minus its RSS
   just before it (after imports and a `gc.collect`). The high-water mark is
   Linux's `VmHWM`, reset to the current RSS through `/proc/self/clear_refs`
@@ -46,6 +49,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +73,11 @@ CHEAP_REPS: Final = 2
 RESULT_MARK: Final = "BENCH-RESULT "
 
 # Targets.
+# The three states a read can find its index in: none anywhere (the first read of
+# this transcript ever: it builds the index), shelved by an earlier process (a
+# restart), or in this process's cache.
+FIRST_READ: Final = "first read"
+NEW_PROCESS: Final = "new process"
 TAIL_VS_NAIVE: Final = 20.0  # tail read at least this many times faster than naive
 RSS_LIMIT_MIB: Final = 16.0
 PAGE_VS_SCAN: Final = 2.0  # full page read at most this many raw line scans
@@ -110,7 +119,7 @@ class Job:
     path: str
     session_id: str
     reps: int
-    mode: str = ""  # "cold" | "warm" for our operations
+    mode: str = ""  # "cold" | "shelved" | "warm" for our operations
     expected_total: int = 0
     expected_entries: int = 0
     expected_refs: list[str] = field(default_factory=list)  # the photo refs, in order
@@ -437,6 +446,7 @@ def _photo_check(job: Job) -> Callable[[object], str]:
 
 def _child_ours(job: Job, outcome: Outcome) -> None:
     from beebox_impl.transcript import (  # noqa: PLC0415 - absent until it is built
+        IndexShelf,
         PageSlice,
         TailSlice,
         TranscriptIndexCache,
@@ -459,11 +469,18 @@ def _child_ours(job: Job, outcome: Outcome) -> None:
     else:
         check = _photo_check(job)
         call = lambda: fetch_media(path, ref, cache=cache)  # noqa: E731
-    if job.mode == "cold":
-        # A fresh cache for every repetition: each one builds whatever it needs.
+    if job.mode in ("cold", "shelved"):
+        # A fresh cache for every repetition: each one builds whatever it needs
+        # (cold), or loads it from the shelf an earlier process left (shelved).
+        shelf = None
+        if job.mode == "shelved":
+            shelf = IndexShelf(Path(tempfile.mkdtemp(prefix="bbx-bench-shelf-")))
+            # Untimed: the earlier process, which built the index and shelved it.
+            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf)
+            call()
         meter = PeakMeter()
         for rep in range(job.reps):
-            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY)
+            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf)
             gc.collect()
             if rep == 0:
                 meter.start()
@@ -476,6 +493,8 @@ def _child_ours(job: Job, outcome: Outcome) -> None:
                 outcome.check, outcome.kind = verdict, "wrong"
                 return
             outcome.times.append(seconds)
+        if shelf is not None:
+            shutil.rmtree(shelf.directory)
         return
     # Warm: one untimed call fills the cache, then the timed ones reuse it.
     verdict = check(call())
@@ -731,11 +750,14 @@ class SizeRun:
     uuid_scan: Outcome
     floor: Outcome
     tail_cold: Outcome | None
+    tail_shelved: Outcome | None
     tail_warm: Outcome | None
     fetch_cold: Outcome | None
+    fetch_shelved: Outcome | None
     fetch_warm: Outcome | None
     naive: Outcome | None = None
     page_cold: Outcome | None = None
+    page_shelved: Outcome | None = None
     page_warm: Outcome | None = None
     strip: Outcome | None = None
 
@@ -816,6 +838,7 @@ def measure_size(
     if full_set:
         jobs["naive"] = _history_job("naive_tail", made, reps, "", tail=True)
     if impl_ready:
+        jobs["tail_shelved"] = _history_job("tail", made, reps, "shelved", tail=True)
         jobs["tail_warm"] = _history_job("tail", made, reps, "warm", tail=True)
     jobs["floor"] = _photo_job("fetch_floor", made, reps * CHEAP_REPS)
     if impl_ready:
@@ -823,9 +846,11 @@ def measure_size(
     jobs["uuid_scan"] = _photo_job("uuid_scan", made, reps)
     if impl_ready:
         jobs["fetch_cold"] = _photo_job("fetch", made, reps, "cold")
+        jobs["fetch_shelved"] = _photo_job("fetch", made, reps * CHEAP_REPS, "shelved")
     jobs["chunked"] = Job("chunked_read", path, sid, reps)
     if full_set and impl_ready:
         jobs["page_cold"] = _history_job("page", made, reps, "cold", tail=False)
+        jobs["page_shelved"] = _history_job("page", made, reps, "shelved", tail=False)
         jobs["page_warm"] = _history_job("page", made, reps, "warm", tail=False)
     if full_set:
         jobs["strip"] = Job("strip", path, sid, reps)
@@ -843,11 +868,14 @@ def measure_size(
         uuid_scan=merged["uuid_scan"],
         floor=merged["floor"],
         tail_cold=merged.get("tail_cold"),
+        tail_shelved=merged.get("tail_shelved"),
         tail_warm=merged.get("tail_warm"),
         fetch_cold=merged.get("fetch_cold"),
+        fetch_shelved=merged.get("fetch_shelved"),
         fetch_warm=merged.get("fetch_warm"),
         naive=merged.get("naive"),
         page_cold=merged.get("page_cold"),
+        page_shelved=merged.get("page_shelved"),
         page_warm=merged.get("page_warm"),
         strip=merged.get("strip"),
     )
@@ -860,7 +888,11 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
     assert small.naive is not None
     assert small.strip is not None
     # 1. Tail read.
-    for mode, outcome in (("cold", small.tail_cold), ("warm", small.tail_warm)):
+    for mode, outcome in (
+        (FIRST_READ, small.tail_cold),
+        (NEW_PROCESS, small.tail_shelved),
+        ("warm", small.tail_warm),
+    ):
         report.speedup(
             f"tail-{TAIL} {mode} vs naive (1×)",
             outcome,
@@ -877,7 +909,11 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
             at_least=1.0,
             target="faster",
         )
-    for mode, outcome in (("cold", big.tail_cold), ("warm", big.tail_warm)):
+    for mode, outcome in (
+        (FIRST_READ, big.tail_cold),
+        (NEW_PROCESS, big.tail_shelved),
+        ("warm", big.tail_warm),
+    ):
         report.speedup(
             f"tail-{TAIL} {mode} vs raw scan ({x_big})",
             outcome,
@@ -890,10 +926,15 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
         (small, "1×", small.naive, "naive"),
         (big, x_big, big.raw_scan, "raw scan"),
     ):
-        report.rss(f"tail-{TAIL} cold, peak RSS growth ({x})", run.tail_cold, base, base_name)
-        report.rss(f"tail-{TAIL} warm, peak RSS growth ({x})", run.tail_warm, base, base_name)
+        report.rss(f"tail-{TAIL} {FIRST_READ}, peak RSS ({x})", run.tail_cold, base, base_name)
+        report.rss(f"tail-{TAIL} {NEW_PROCESS}, peak RSS ({x})", run.tail_shelved, base, base_name)
+        report.rss(f"tail-{TAIL} warm, peak RSS ({x})", run.tail_warm, base, base_name)
     # 2. Full page read.
-    for mode, outcome in (("cold", small.page_cold), ("warm", small.page_warm)):
+    for mode, outcome in (
+        (FIRST_READ, small.page_cold),
+        (NEW_PROCESS, small.page_shelved),
+        ("warm", small.page_warm),
+    ):
         report.at_most(
             f"page {PAGE_OFFSET}+{PAGE_LIMIT} {mode} (1×)",
             outcome,
@@ -925,7 +966,16 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
         )
     for run, x in ((small, "1×"), (big, x_big)):
         report.at_most(
-            f"fetch cold ({x})",
+            f"fetch {NEW_PROCESS} ({x})",
+            run.fetch_shelved,
+            run.floor,
+            base_name="floor",
+            limit=FETCH_VS_FLOOR,
+            target=f"≤ {FETCH_VS_FLOOR:.0f}× floor",
+        )
+    for run, x in ((small, "1×"), (big, x_big)):
+        report.at_most(
+            f"fetch {FIRST_READ} ({x})",
             run.fetch_cold,
             run.raw_scan,
             base_name="raw scan",

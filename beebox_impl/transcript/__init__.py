@@ -10,6 +10,7 @@ tests in `tests/impl/transcript/`; only the I/O and the speed differ:
   streaming over a line fed in chunks (`PayloadScanner`);
 - `index`: per-file offset indexes keyed by (path, device, inode, size, mtime),
   extended as a transcript grows, in a thread-safe LRU (`TranscriptIndexCache`);
+- `persist`: indexes kept on disk between processes (`IndexShelf`);
 - `history`: tail and page slices and the total (`read_history`);
 - `media`: the line by its own uuid (`find_media_line`) and one photo
   (`fetch_media`);
@@ -32,9 +33,11 @@ from beebox_impl.transcript.media import (
     fetch_media,
     find_media_line,
 )
+from beebox_impl.transcript.persist import IndexShelf
 from beebox_impl.transcript.strip import strip_inline_media_bytes
 
 __all__ = [
+    "IndexShelf",
     "LineRecord",
     "MediaFound",
     "MediaMissing",

@@ -19,7 +19,7 @@ media reference grammar (`SAFE_ID_RE`; others are looked up by a scan) from:
 - `line_uuid_keys`: for every line the pass parsed (its text, stripped or not:
   stripping changes only base64 string contents, so the parse succeeds or fails
   alike and the top-level `uuid` is the same), its own uuid when the line also
-  holds that uuid's needle, as a 64-bit key (`hash`, stable within the process);
+  holds that uuid's needle, as a 64-bit key (a digest: the same in every process);
   the first line with an id's key is found by `array.index` at C speed. Eight
   bytes a line instead of a dict entry of about a hundred: 64 cached indexes of
   long chats stay small. Two ids sharing a key cost a scan, never a wrong answer
@@ -57,7 +57,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from beebox_impl.transcript.lines import (
     DEFAULT_BLOCK_BYTES,
@@ -68,6 +68,9 @@ from beebox_spec.entries import JsonObject, SessionEntry
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
 from beebox_spec.transcript import entry_from_record, oversize_entry_from_head
+
+if TYPE_CHECKING:
+    from beebox_impl.transcript.persist import IndexShelf
 
 __all__ = [
     "FileIdentity",
@@ -100,8 +103,13 @@ _NO_UUID: Final = 0
 
 
 def uuid_key(uuid: str) -> int:
-    """The 64-bit key an id is indexed under (never `_NO_UUID`)."""
-    return hash(uuid) or 1
+    """The 64-bit key an id is indexed under (never `_NO_UUID`).
+
+    A digest, not `hash`: the key is the same in every process, so an index kept
+    on disk (`beebox_impl.transcript.persist`) answers in the next one.
+    """
+    digest = hashlib.blake2b(uuid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True) or 1
 
 
 def is_indexed_uuid(uuid: str) -> bool:
@@ -377,10 +385,18 @@ class TranscriptIndexCache:
 
     The lock guards only the map; reading files happens outside it. Two threads
     that miss at once may both build; the later store wins, and both answers are
-    right for the file they read.
+    right for the file they read. With a `shelf`, a miss looks there before
+    reading the file, and every index built or extended is shelved, so the next
+    process starts warm.
     """
 
-    def __init__(self, capacity: int = 64, *, block_size: int = DEFAULT_BLOCK_BYTES) -> None:
+    def __init__(
+        self,
+        capacity: int = 64,
+        *,
+        block_size: int = DEFAULT_BLOCK_BYTES,
+        shelf: IndexShelf | None = None,
+    ) -> None:
         # A cache that cannot hold one index would rebuild on every read.
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
@@ -389,6 +405,7 @@ class TranscriptIndexCache:
             raise ValueError(f"block_size must be at least 1, got {block_size}")
         self.capacity = capacity
         self.block_size = block_size
+        self.shelf = shelf
         self._lock = threading.Lock()
         self._indexes: OrderedDict[str, TranscriptIndex] = OrderedDict()
 
@@ -414,6 +431,11 @@ class TranscriptIndexCache:
             cached = None if rebuild else self._indexes.get(key)
             if cached is not None:
                 self._indexes.move_to_end(key)
+        if cached is None and not rebuild and self.shelf is not None:
+            cached = self.shelf.load(path)
+            if cached is not None and cached.identity == identity:
+                self._store(key, cached)
+                return cached
         if cached is not None and cached.identity == identity:
             return cached
         # Appended to only if the bytes before the old last line's end are unchanged.
@@ -432,12 +454,17 @@ class TranscriptIndexCache:
             sink=sink,
             block_size=self.block_size,
         )
+        self._store(key, index)
+        if self.shelf is not None:
+            self.shelf.save(index)
+        return index
+
+    def _store(self, key: str, index: TranscriptIndex) -> None:
         with self._lock:
             self._indexes[key] = index
             self._indexes.move_to_end(key)
             while len(self._indexes) > self.capacity:
                 self._indexes.popitem(last=False)
-        return index
 
     def cached(self, path: Path) -> TranscriptIndex | None:
         """The index held for `path`, current or not (for diagnostics and tests)."""
@@ -451,6 +478,9 @@ class TranscriptIndexCache:
             held = self._indexes.get(key)
             if held is not None and (stale is None or held is stale):
                 del self._indexes[key]
+        # A shelved copy is as stale; a fresh one is shelved by the next build.
+        if self.shelf is not None:
+            self.shelf.forget(path)
 
     def __len__(self) -> int:
         with self._lock:

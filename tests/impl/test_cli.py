@@ -67,6 +67,22 @@ def test_history_json_and_tail(box: Path, capsys: pytest.CaptureFixture[str]) ->
     assert [entry["uuid"] for entry in history["entries"]] == ["a-1"]
 
 
+def test_history_in_an_initialised_box_shelves_its_index(
+    box: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Outside a box's state folder nothing is written; inside one, the index is kept.
+    assert bbx(["chat", "history", SESSION, "--box", str(box)]) == 0
+    assert not (box / ".beebox").exists()
+    unshelved = capsys.readouterr().out
+    (box / ".beebox").mkdir()
+    assert bbx(["chat", "history", SESSION, "--box", str(box)]) == 0
+    shelved = list((box / ".beebox" / "cache" / "transcript-index").iterdir())
+    assert [path.suffix for path in shelved] == [".idx"]
+    # Read through the shelved index, the answer is the same.
+    assert bbx(["chat", "history", SESSION, "--box", str(box)]) == 0
+    assert capsys.readouterr().out == unshelved * 2
+
+
 def test_media_writes_the_photo(
     box: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -288,6 +288,12 @@ def test_a_cut_is_the_longest_whole_prefix_that_fits(text: str, units: int) -> N
     assert cut == text or utf16_length(text[: len(cut) + 1]) > units
 
 
+@given(st.text(st.characters() | st.characters(categories=["Cs"])))
+def test_utf16_length_counts_two_units_past_the_bmp_and_one_otherwise(text: str) -> None:
+    # Lone surrogates included: JSON strings can carry them, and each is one unit.
+    assert utf16_length(text) == sum(2 if ord(character) > 0xFFFF else 1 for character in text)
+
+
 @needs_node
 def test_lengths_agree_with_node() -> None:
     texts = ["", "héllo", "a😀", "日本語", "\u2028", "\ud800", "x\udc00y", "😀😀"]

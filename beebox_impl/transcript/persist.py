@@ -1,0 +1,268 @@
+"""Transcript indexes kept on disk, so a new process opens a long chat at warm cost.
+
+An index (`beebox_impl.transcript.index`) costs one pass over its transcript to
+build; kept only in memory, every restart of a box pays that pass again for each
+chat opened. `IndexShelf` keeps each index in a file of its own under a folder of
+the box (`.beebox/cache/transcript-index/`), written after every build or
+extension and read when the in-memory cache misses.
+
+**A shelved index is a hint, never an authority.** It is used only when the
+transcript still has the identity it records (path, device, inode, size, mtime),
+or is that file grown longer with the bytes before its last complete line
+unchanged (then it is extended, as an in-memory one would be); every read
+through it verifies what it finds, as for any index. A file that is unreadable,
+cut short, of another format or of another version of the rules (`RULES_VERSION`,
+bumped whenever what a line contributes changes) is ignored and the index
+rebuilt: losing the shelf costs time, never an answer.
+
+**Format.** ``BBXIDX`` and a format byte; the length of a JSON header (identity,
+counts, the few long lines' details); the header; the four integer arrays
+(little-endian int64) whose lengths the header gives; a BLAKE2b digest of all
+that (a damaged file is caught before use: a wrong offset that still lands on an
+entry would pass verification). No pickle: the folder is data, and reading it
+runs no code.
+
+Files are written to a temporary name in the same folder and renamed into place
+(two writers race harmlessly: each file is whole, the later wins). They are not
+fsynced: a shelf lost in a crash is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Final
+
+from beebox_impl.transcript.index import (
+    FileIdentity,
+    OpaqueLine,
+    StrippedLine,
+    TranscriptIndex,
+)
+
+__all__ = ["RULES_VERSION", "IndexShelf"]
+
+_log = logging.getLogger(__name__)
+
+_MAGIC: Final = b"BBXIDX\x01"
+# Bump when what a line contributes to an index changes (entry rules, uuid keys).
+RULES_VERSION: Final = 1
+_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
+_DIGEST_BYTES: Final = 16
+# A header larger than this is not one of ours.
+_MAX_HEADER_BYTES: Final = 64 * 1024 * 1024
+
+
+class _Malformed(Exception):
+    """A shelved file that is not a well-formed index of ours."""
+
+
+class IndexShelf:
+    """A folder of shelved transcript indexes, one file per transcript path."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @classmethod
+    def in_box_state(cls, state_directory: Path) -> IndexShelf:
+        """The shelf of a box, in its state folder (`.beebox`)."""
+        return cls(state_directory / "cache" / "transcript-index")
+
+    def _file_for(self, path_text: str) -> Path:
+        digest = hashlib.blake2b(path_text.encode("utf-8", "surrogateescape"), digest_size=16)
+        return self.directory / f"{digest.hexdigest()}.idx"
+
+    def load(self, path: Path) -> TranscriptIndex | None:
+        """The index shelved for `path`, or None when there is none usable.
+
+        The caller still compares its identity with the file's (it may be stale).
+        """
+        path_text = os.fspath(path)
+        shelved = self._file_for(path_text)
+        try:
+            data = shelved.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            _log.debug("shelved index %s unreadable (%s): ignored", shelved, error)
+            return None
+        try:
+            index = _decode(data)
+        except _Malformed as error:
+            _log.debug("shelved index %s ignored: %s", shelved, error)
+            return None
+        # A digest collision, or a file copied from elsewhere.
+        if index.identity.path != path_text:
+            return None
+        return index
+
+    def forget(self, path: Path) -> None:
+        """Remove what is shelved for `path` (found stale); failures are logged."""
+        try:
+            self._file_for(os.fspath(path)).unlink(missing_ok=True)
+        except OSError as error:
+            _log.warning("could not remove the shelved index of %s: %s", path, error)
+
+    def save(self, index: TranscriptIndex) -> None:
+        """Shelve `index` (replacing any earlier one for its path); failures are logged."""
+        target = self._file_for(index.identity.path)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(
+                dir=self.directory, prefix=".", suffix=".idx.tmp"
+            )
+            try:
+                with os.fdopen(descriptor, "wb") as file:
+                    file.write(_encode(index))
+                os.replace(temporary, target)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError as error:
+            # A cache that cannot be written costs the next process a pass, nothing more.
+            _log.warning("could not shelve the index of %s: %s", index.identity.path, error)
+
+
+def _encode(index: TranscriptIndex) -> bytes:
+    header = {
+        "rules": RULES_VERSION,
+        "identity": [
+            index.identity.path,
+            index.identity.device,
+            index.identity.inode,
+            index.identity.size,
+            index.identity.mtime_ns,
+        ],
+        "arrays": [len(getattr(index, name)) for name in _ARRAYS],
+        "stripped": [
+            [line, [list(span) for span in known.payload_spans], known.utf8_bytes]
+            for line, known in sorted(index.stripped_lines.items())
+        ],
+        "opaque": [
+            [
+                line.line_index,
+                line.too_large,
+                None if line.uuid_values is None else sorted(line.uuid_values),
+            ]
+            for line in index.opaque_lines
+        ],
+        "counts": [
+            index.unparsable_lines,
+            index.committed_lines,
+            index.committed_end,
+            index.committed_entries,
+            index.committed_opaque,
+            index.committed_unparsable,
+            index.scanned_from,
+        ],
+        "fingerprint": index.fingerprint.hex(),
+    }
+    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    parts = [_MAGIC, len(header_bytes).to_bytes(8, "little"), header_bytes]
+    for name in _ARRAYS:
+        values: array[int] = array("q", getattr(index, name))
+        if sys.byteorder != "little":
+            values.byteswap()
+        parts.append(values.tobytes())
+    body = b"".join(parts)
+    return body + _digest(body)
+
+
+def _digest(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=_DIGEST_BYTES).digest()
+
+
+def _decode(stored: bytes) -> TranscriptIndex:
+    if not stored.startswith(_MAGIC) or len(stored) < len(_MAGIC) + 8 + _DIGEST_BYTES:
+        raise _Malformed("not a shelved index of this format")
+    data, digest = stored[:-_DIGEST_BYTES], stored[-_DIGEST_BYTES:]
+    if _digest(data) != digest:
+        raise _Malformed("damaged (digest differs)")
+    at = len(_MAGIC)
+    header_length = int.from_bytes(data[at : at + 8], "little")
+    at += 8
+    if header_length > min(_MAX_HEADER_BYTES, len(data) - at):
+        raise _Malformed("header cut short")
+    try:
+        header = json.loads(data[at : at + header_length].decode("utf-8", "surrogateescape"))
+        at += header_length
+        if header["rules"] != RULES_VERSION:
+            raise _Malformed(f"rules version {header['rules']}, not {RULES_VERSION}")
+        path_text, device, inode, size, mtime_ns = header["identity"]
+        identity = FileIdentity(str(path_text), device, inode, size, mtime_ns)
+        arrays: dict[str, array[int]] = {}
+        for name, count in zip(_ARRAYS, header["arrays"], strict=True):
+            stop = at + 8 * int(count)
+            if stop > len(data):
+                raise _Malformed(f"{name} cut short")
+            values: array[int] = array("q")
+            values.frombytes(data[at:stop])
+            if sys.byteorder != "little":
+                values.byteswap()
+            arrays[name] = values
+            at = stop
+        if at != len(data):
+            raise _Malformed("trailing bytes")
+        stripped = {
+            int(line): StrippedLine(
+                tuple((int(start), int(stop)) for start, stop in spans), int(utf8_bytes)
+            )
+            for line, spans, utf8_bytes in header["stripped"]
+        }
+        opaque = tuple(
+            OpaqueLine(
+                int(line),
+                bool(too_large),
+                None if values_list is None else frozenset(str(v) for v in values_list),
+            )
+            for line, too_large, values_list in header["opaque"]
+        )
+        (
+            unparsable,
+            committed_lines,
+            committed_end,
+            committed_entries,
+            committed_opaque,
+            committed_unparsable,
+            scanned_from,
+        ) = (int(count) for count in header["counts"])
+        fingerprint = bytes.fromhex(header["fingerprint"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise _Malformed(f"header unreadable: {error}") from error
+    line_count = len(arrays["line_offsets"])
+    # Shapes a build would give; anything else was not written by one.
+    consistent = (
+        len(arrays["line_lengths"]) == line_count
+        and len(arrays["line_uuid_keys"]) == line_count
+        and committed_lines <= line_count
+        and committed_entries <= len(arrays["entry_lines"])
+        and committed_opaque <= len(opaque)
+        and all(0 <= line < line_count for line in arrays["entry_lines"])
+        and all(0 <= line < line_count for line in stripped)
+        and committed_end <= identity.size
+    )
+    if not consistent:
+        raise _Malformed("inconsistent counts")
+    return TranscriptIndex(
+        identity=identity,
+        line_offsets=arrays["line_offsets"],
+        line_lengths=arrays["line_lengths"],
+        entry_lines=arrays["entry_lines"],
+        line_uuid_keys=arrays["line_uuid_keys"],
+        stripped_lines=stripped,
+        opaque_lines=opaque,
+        unparsable_lines=unparsable,
+        committed_lines=committed_lines,
+        committed_end=committed_end,
+        committed_entries=committed_entries,
+        committed_opaque=committed_opaque,
+        committed_unparsable=committed_unparsable,
+        fingerprint=fingerprint,
+        scanned_from=scanned_from,
+    )

@@ -1,0 +1,195 @@
+"""Indexes shelved on disk: a new process reads a long chat without a pass over it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import beebox_impl.transcript.index as index_module
+from beebox_impl.transcript import (
+    IndexShelf,
+    TailSlice,
+    TranscriptIndexCache,
+    find_media_line,
+    read_history,
+)
+from beebox_impl.transcript.index import TranscriptIndex, uuid_key
+from tests.impl.transcript.strategies import GeneratedTranscript, transcripts
+from tests.impl.transcript.test_index import (
+    SESSION,
+    assert_reads_as_spec,
+    folder,
+    photo_line,
+    rewrite_keeping_identity,
+    user_line,
+)
+
+
+class BuildCounter:
+    """Counts full and partial passes (`build_index` calls) and where each started."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.starts: list[int] = []
+        real = index_module.build_index
+
+        def counting(*args: object, **kwargs: object) -> TranscriptIndex:
+            index = real(*args, **kwargs)  # type: ignore[arg-type]
+            self.starts.append(index.scanned_from)
+            return index
+
+        monkeypatch.setattr(index_module, "build_index", counting)
+
+
+def write_chat(path: Path) -> bytes:
+    lines = [user_line(f"u-{number}", f"turn {number}") for number in range(20)]
+    lines.insert(5, photo_line("p-1", b"\x89PNG" + bytes(range(256)) * 8))
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(data)
+    return data
+
+
+def test_a_new_process_reads_from_the_shelf_without_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    first = read_history(path, SESSION, TailSlice(3), cache=TranscriptIndexCache(shelf=shelf))
+    counter = BuildCounter(monkeypatch)
+    # A fresh cache stands for a fresh process: only the shelf is shared.
+    fresh = TranscriptIndexCache(shelf=shelf)
+    assert read_history(path, SESSION, TailSlice(3), cache=fresh) == first
+    assert find_media_line(path, "p-1", cache=fresh) == {"found": True, "lineNumber": 6}
+    assert counter.starts == []
+    assert_reads_as_spec(path, fresh)
+
+
+def test_a_grown_transcript_extends_the_shelved_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    data = write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    read_history(path, SESSION, TailSlice(3), cache=TranscriptIndexCache(shelf=shelf))
+    with path.open("ab") as file:
+        file.write(user_line("u-new", "appended") + b"\n")
+    counter = BuildCounter(monkeypatch)
+    fresh = TranscriptIndexCache(shelf=shelf)
+    history = read_history(path, SESSION, TailSlice(1), cache=fresh)
+    assert history["entries"][0]["uuid"] == "u-new"
+    # Only the appended bytes were read.
+    assert counter.starts == [len(data)]
+    # And the extension was shelved in turn: a third process reads nothing.
+    counter.starts.clear()
+    read_history(path, SESSION, TailSlice(1), cache=TranscriptIndexCache(shelf=shelf))
+    assert counter.starts == []
+
+
+def test_a_rewritten_transcript_is_not_read_through_a_stale_shelf(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    shelf = IndexShelf(tmp_path / "shelf")
+    first, second = user_line("u-1", "aaaa"), user_line("u-2", "bbbb")
+    path.write_bytes(first + b"\n" + second + b"\n")
+    read_history(path, SESSION, TailSlice(2), cache=TranscriptIndexCache(shelf=shelf))
+    # Same inode, size and mtime: only verification on use can tell.
+    rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
+    fresh = TranscriptIndexCache(shelf=shelf)
+    assert find_media_line(path, "u-1", cache=fresh) == {"found": True, "lineNumber": 2}
+    assert_reads_as_spec(path, TranscriptIndexCache(shelf=shelf))
+    # A replaced file (new inode) is rebuilt too.
+    replacement = tmp_path / "replacement.jsonl"
+    replacement.write_bytes(user_line("u-9", "new") + b"\n")
+    os.replace(replacement, path)
+    assert_reads_as_spec(path, TranscriptIndexCache(shelf=shelf))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    transcripts(max_lines=6),
+    st.data(),
+)
+def test_a_damaged_shelf_costs_a_pass_never_an_answer(
+    generated: GeneratedTranscript, data: st.DataObject
+) -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(generated.data)
+        shelf = IndexShelf(where / "shelf")
+        read_history(path, SESSION, TailSlice(2), cache=TranscriptIndexCache(shelf=shelf))
+        (shelved,) = (where / "shelf").iterdir()
+        raw = bytearray(shelved.read_bytes())
+        damage = data.draw(st.sampled_from(["flip", "cut", "append", "empty"]))
+        if damage == "flip":
+            at = data.draw(st.integers(0, len(raw) - 1))
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif damage == "cut":
+            del raw[data.draw(st.integers(0, len(raw) - 1)) :]
+        elif damage == "append":
+            raw += data.draw(st.binary(min_size=1, max_size=16))
+        else:
+            raw.clear()
+        shelved.write_bytes(bytes(raw))
+        assert_reads_as_spec(path, TranscriptIndexCache(shelf=shelf))
+
+
+def test_a_shelf_of_another_rules_version_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    read_history(path, SESSION, TailSlice(3), cache=TranscriptIndexCache(shelf=shelf))
+    monkeypatch.setattr("beebox_impl.transcript.persist.RULES_VERSION", 999)
+    counter = BuildCounter(monkeypatch)
+    read_history(path, SESSION, TailSlice(3), cache=TranscriptIndexCache(shelf=shelf))
+    assert counter.starts == [0]
+
+
+def test_an_unwritable_shelf_is_logged_and_the_read_answers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    blocked = tmp_path / "shelf"
+    blocked.write_text("a file where the folder should be")
+    cache = TranscriptIndexCache(shelf=IndexShelf(blocked))
+    with caplog.at_level(logging.WARNING, logger="beebox_impl.transcript.persist"):
+        history = read_history(path, SESSION, TailSlice(2), cache=cache)
+    assert [entry["uuid"] for entry in history["entries"]] == ["u-18", "u-19"]
+    assert "could not shelve" in caplog.text
+    assert blocked.read_text() == "a file where the folder should be"
+
+
+def test_shelved_files_leave_no_temporaries(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    cache = TranscriptIndexCache(shelf=shelf)
+    for number in range(3):
+        with path.open("ab") as file:
+            file.write(user_line(f"v-{number}", "more") + b"\n")
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+    assert [entry.suffix for entry in (tmp_path / "shelf").iterdir()] == [".idx"]
+
+
+def test_uuid_keys_are_the_same_in_every_process() -> None:
+    # `hash` of a str differs between processes; a shelved key must not.
+    script = "from beebox_impl.transcript.index import uuid_key; print(uuid_key('u-1'))"
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert keys == {str(uuid_key("u-1"))}
