@@ -234,7 +234,8 @@ async def _session_turns(box_root: Path, texts: list[str], warmup: int) -> Timed
             async def turn(text: str) -> None:
                 if not await session.send(text):
                     raise RuntimeError(f"the session refused a turn in {session.phase}")
-                while not isinstance(await events.receive(), Done):
+                # As the SSE route listens: one wake-up per batch of waiting events.
+                while not any(isinstance(event, Done) for event in await events.receive_batch()):
                     pass
 
             for index in range(warmup):

@@ -187,6 +187,16 @@ class EventSubscription(Generic[EventT]):
         """The next event; raises `anyio.EndOfStream` once a cut-off stream is drained."""
         return await self._receive.receive()
 
+    async def receive_batch(self) -> list[EventT]:
+        """The next event and every event already waiting behind it, in order.
+
+        One checkpoint however many arrive: a listener that writes events out in
+        batches (an SSE response) pays one scheduling round per batch, not per event.
+        Raises `anyio.EndOfStream` as `receive` does.
+        """
+        first = await self._receive.receive()
+        return [first, *self.drain_nowait()]
+
     def receive_nowait(self) -> EventT:
         """The next event if one is waiting; raises `anyio.WouldBlock` otherwise."""
         return self._receive.receive_nowait()
