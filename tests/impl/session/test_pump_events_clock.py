@@ -124,6 +124,28 @@ async def test_fanout_refuses_an_unbounded_buffer_and_drops_closed_listeners() -
     kept.close()
 
 
+async def test_a_batch_is_every_waiting_event_in_order_after_one_wait() -> None:
+    fanout = EventFanout[int]()
+    with fanout.subscribe() as listener:
+        async with anyio.create_task_group() as task_group:
+            batches: list[list[int]] = []
+
+            async def listen() -> None:
+                batches.append(await listener.receive_batch())
+
+            task_group.start_soon(listen)
+            await anyio.wait_all_tasks_blocked()
+            # Waiting: the first event wakes it, and the two behind it ride along.
+            for event in (1, 2, 3):
+                fanout.publish(event)
+        assert batches == [[1, 2, 3]]
+        fanout.publish(4)
+        fanout.close()
+        assert await listener.receive_batch() == [4]
+        with pytest.raises(anyio.EndOfStream):
+            await listener.receive_batch()
+
+
 async def test_the_manual_clock_wakes_exactly_the_sleepers_due() -> None:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     clock = ManualClock(start)
