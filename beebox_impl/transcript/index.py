@@ -417,11 +417,14 @@ class TranscriptIndexCache:
         session_id: str | None = None,
         sink: EntrySink | None = None,
         rebuild: bool = False,
+        build: bool = True,
     ) -> TranscriptIndex | None:
         """The index of `file` (open on `path`), brought up to date; None if not a file.
 
         `sink` receives the entries of whatever part of the file this call reads
         (nothing when the cached index is current). `rebuild` ignores the cache.
+        With `build` False, only an index held (in memory or on the shelf) is
+        brought up to date; None when there is none to extend.
         """
         identity = FileIdentity.of_open_file(path, file)
         if identity is None:
@@ -445,6 +448,8 @@ class TranscriptIndexCache:
             and _fingerprint(file, cached.committed_end) == cached.fingerprint
         )
         base = cached if appended else None
+        if base is None and not build:
+            return None
         index = build_index(
             path,
             file,

@@ -8,10 +8,15 @@ answers too-large), and `fetch_media` to that lookup followed by
 
 The lookup asks the file's index first (`beebox_impl.transcript.index`): one seek
 to the recorded offset, where the line read back must still carry the id as its
-own uuid; on a mismatch the index is dropped and the file scanned. Ids outside the
-media reference grammar (which no reference can carry) are always looked up by a
-scan that applies `find_line_by_uuid`'s test to every line, in bounded memory
-except that, like the spec, it parses a candidate of up to 16 MiB whole.
+own uuid; on a mismatch the index is dropped and the file scanned. A lookup does
+not build an index (a history read does): without one, or with a stale one, an id
+of the media reference grammar is found by a needle scan — `bytes.find` of
+``"uuid":"<id>"`` over the file in blocks, and only the lines holding it are read
+as lines (for such an id the needle is in the bytes exactly when it is in the
+decoded line, stripped or not: see `beebox_impl.transcript.lines`). Ids outside
+the grammar (which no reference can carry) are looked up by a scan that applies
+`find_line_by_uuid`'s test to every line. Both hold bounded memory, except that,
+like the spec, they parse a candidate of up to 16 MiB whole.
 
 The extraction detaches payloads with the byte scanner (`PayloadScanner`, a slot
 token in place of each, their spans remembered), lets the spec's `choose_payload`
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import codecs
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, TypeAlias
@@ -167,11 +172,18 @@ def extract_media_from_line(line: bytes, index: int) -> MediaFound | MediaMissin
 # -- finding the line -------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _LineSpan:
+    line_number: int
+    offset: int
+    length: int
+
+
 def _locate(
     path: Path, file: BinaryIO, uuid: str, cache: TranscriptIndexCache, *, verify: bool
 ) -> _Located:
     if is_indexed_uuid(uuid):
-        index = cache.index_for(path, file)
+        index = cache.index_for(path, file, build=False)
         if index is not None:
             try:
                 located = _locate_in_index(index, file, uuid, cache.block_size)
@@ -185,6 +197,90 @@ def _locate(
             _log.debug("stale index for %s: scanning for %s", path, uuid)
             cache.discard(path, index)
     return _scan_for_line(file, uuid, cache.block_size)
+
+
+def _scan_for_line(file: BinaryIO, uuid: str, block_size: int) -> _Located:
+    # `find_line_by_uuid` without an index: only lines holding the needle are candidates.
+    if is_indexed_uuid(uuid):
+        return _scan_candidates(file, uuid, _lines_holding(file, uuid, block_size), block_size)
+    return _scan_every_line(file, uuid, block_size)
+
+
+def _lines_holding(file: BinaryIO, uuid: str, block_size: int) -> Iterator[_LineSpan]:
+    # The lines whose bytes hold the id's needle, in order. The needle holds no
+    # newline, so each occurrence lies inside one line; a block boundary may cut it,
+    # hence the carry of the previous block's last bytes.
+    needle = uuid_needle(uuid).encode("ascii")
+    position, line_start, line_number, carry = 0, 0, 1, b""
+    while True:
+        file.seek(position)
+        block = file.read(block_size)
+        if not block:
+            return
+        window, window_start = carry + block, position - len(carry)
+        hit = window.find(needle)
+        if hit == -1:
+            # Every newline of the block is counted once: the carry's were counted before.
+            newlines = block.count(b"\n")
+            if newlines:
+                line_number += newlines
+                line_start = position + block.rfind(b"\n") + 1
+            carry = window[-(len(needle) - 1) :]
+            position += len(block)
+            continue
+        hit_at = window_start + hit
+        line_number += block.count(b"\n", 0, max(0, hit_at - position))
+        before = window.rfind(b"\n", 0, hit)
+        if before != -1:
+            line_start = window_start + before + 1
+        end, terminated = _line_end(file, hit_at + len(needle), block_size)
+        yield _LineSpan(line_number, line_start, _content_length(file, line_start, end))
+        if not terminated:
+            return
+        position, line_start, line_number, carry = end + 1, end + 1, line_number + 1, b""
+
+
+def _line_end(file: BinaryIO, start: int, block_size: int) -> tuple[int, bool]:
+    # Where the line holding byte `start - 1` ends: its newline, or the end of the file.
+    position = start
+    while True:
+        file.seek(position)
+        block = file.read(block_size)
+        if not block:
+            return position, False
+        newline = block.find(b"\n")
+        if newline != -1:
+            return position + newline, True
+        position += len(block)
+
+
+def _content_length(file: BinaryIO, start: int, end: int) -> int:
+    # "\r\n" is one line break: the "\r" belongs to the terminator (as `lines` reads it).
+    if end > start:
+        file.seek(end - 1)
+        if file.read(1) == b"\r":
+            return end - 1 - start
+    return end - start
+
+
+def _scan_candidates(
+    file: BinaryIO, uuid: str, spans: Iterator[_LineSpan], block_size: int
+) -> _Located:
+    for span in spans:
+        record = read_line_record_at(
+            file,
+            offset=span.offset,
+            length=span.length,
+            line_number=span.line_number,
+            block_size=block_size,
+        )
+        # Too big to parse on a client's say-so: answered before it is verified.
+        if record.utf8_bytes > MAX_MEDIA_LINE_BYTES:
+            return _TOO_LARGE
+        # Only the line's own uuid counts, not a copy nested inside it.
+        if _record_own_uuid(file, record, block_size) == uuid:
+            return _LineAt(record.line_number, record.offset, record.length, verified=True)
+    return _NOT_FOUND
 
 
 def _locate_in_index(
@@ -235,7 +331,7 @@ def _line_is_the_ids(file: BinaryIO, located: _LineAt, uuid: str, block_size: in
     )
 
 
-def _scan_for_line(file: BinaryIO, uuid: str, block_size: int) -> _Located:
+def _scan_every_line(file: BinaryIO, uuid: str, block_size: int) -> _Located:
     # `find_line_by_uuid`, line by line, for any id.
     needle = uuid_needle(uuid)
     for record in scan_line_records(file, block_size=block_size):

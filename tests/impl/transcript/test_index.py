@@ -187,8 +187,13 @@ def test_a_stale_offset_falls_back_to_a_scan() -> None:
         first, second = user_line("u-1", "aaaa"), user_line("u-2", "bbbb")
         path.write_bytes(first + b"\n" + second + b"\n")
         cache = TranscriptIndexCache()
+        # A lookup finds without building an index; a history read builds one.
+        assert find_media_line(path, "u-1", cache=cache) == {"found": True, "lineNumber": 1}
+        assert cache.cached(path) is None
+        read_history(path, SESSION, TailSlice(1), cache=cache)
         assert find_media_line(path, "u-1", cache=cache) == {"found": True, "lineNumber": 1}
         stale = cache.cached(path)
+        assert stale is not None
         rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
         assert cache.cached(path) is stale
         # The line at the recorded offset is now u-2's: the index is dropped.
@@ -203,7 +208,9 @@ def test_a_stale_photo_offset_falls_back_to_a_scan() -> None:
         path.write_bytes(first + b"\n" + second + b"\n")
         cache = TranscriptIndexCache()
         ref: MediaRef = {"sessionId": SESSION, "entryUuid": "u-1", "index": 0}
+        read_history(path, SESSION, TailSlice(1), cache=cache)
         assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", b"\x01" * 200_000)
+        assert cache.cached(path) is not None
         rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
         # The line at u-1's recorded offset is u-2's now: its photo is not served as u-1's.
         assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", b"\x01" * 200_000)
