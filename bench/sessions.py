@@ -21,7 +21,7 @@ What is measured:
    and read raw messages until the ``result`` — no lifecycle, no events, no
    message adaptation. Best of K repetitions, after a short untimed warm-up.
 2. Concurrent senders. S tasks each send M messages, each one `send` if the
-   session accepts it, else `enqueue` (what the HTTP route does); the clock stops
+   session accepts it, else queued (`send_or_enqueue`, as the HTTP route does); the clock stops
    when every text has reached the engine (the texts of the runs' turns, split on
    ``"\\n\\n"``). Baseline: the bare loop sending the same S × M texts, one turn
    each. The texts the engine got are then checked: none lost, none duplicated.
@@ -275,9 +275,8 @@ async def _session_queue(box_root: Path, senders: int, messages: int) -> QueueOu
         async def sender(number: int) -> None:
             for index in range(messages):
                 text = f"s{number}-m{index}"
-                # As the HTTP route does: send if the session takes it, else queue it.
-                if not await session.send(text):
-                    await session.enqueue(text)
+                # As the HTTP route does: a turn if the session takes it, else queued.
+                await session.send_or_enqueue(text)
 
         gc.collect()
         started = time.perf_counter()

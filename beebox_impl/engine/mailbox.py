@@ -1,6 +1,7 @@
 """The engines' plumbing: an unbounded single-consumer queue, and a pull-based iterator.
 
-`Mailbox` is how the engines hand items to a run's reader.
+`Mailbox` is how the engines hand items to a run's reader, and how a session's
+event fan-out hands events to each listener (`beebox_impl.session.events`).
 
 Why not an anyio memory object stream: a run is an object a test may create and
 drop without closing, and an unclosed memory stream warns when it is collected
@@ -58,6 +59,19 @@ class Mailbox(Generic[T]):
         self._closed = True
         self._wake()
 
+    def __len__(self) -> int:
+        """How many items wait to be taken."""
+        return len(self._items)
+
+    def get_nowait(self) -> T:
+        """The next item if one waits; `anyio.WouldBlock` if none, `anyio.EndOfStream`
+        when closed and empty."""
+        if self._items:
+            return self._items.popleft()
+        if self._closed:
+            raise anyio.EndOfStream
+        raise anyio.WouldBlock
+
     def clear(self) -> int:
         """Drop every queued item; how many there were."""
         count = len(self._items)
@@ -65,8 +79,14 @@ class Mailbox(Generic[T]):
         return count
 
     async def get(self) -> T:
-        """The next item, waiting for one; `anyio.EndOfStream` when closed and empty."""
-        await checkpoint()
+        """The next item, waiting for one; `anyio.EndOfStream` when closed and empty.
+
+        Always a checkpoint: an explicit one when an item is ready, or the wait
+        itself (a blocking wait is a schedule point and a cancel point), not both:
+        a reader that waits for each item pays one scheduling round per item.
+        """
+        if self._items or self._closed:
+            await checkpoint()
         while not self._items:
             if self._closed:
                 raise anyio.EndOfStream

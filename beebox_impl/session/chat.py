@@ -299,20 +299,42 @@ class ChatSession:
         """
         await self._enter()
         accepted, plan = self._begin_send((_QueuedText(text),), drained=False)
+        await self._dispatch_send(plan)
+        return accepted
+
+    async def send_or_enqueue(self, text: str) -> bool:
+        """Send ``text`` as a turn or, when the session refuses it, queue it: one step.
+
+        True when it went out as a turn (as `send`), False when it was queued (as
+        `enqueue`: returns once persisted). A caller that awaited `send` and then
+        `enqueue` would leave a gap in which the turn in flight could end and the
+        session go idle, stranding the text in the queue until the next send; here
+        the refusal and the queueing happen with no await between them.
+        """
+        await self._enter()
+        accepted, plan = self._begin_send((_QueuedText(text),), drained=False)
+        if accepted:
+            await self._dispatch_send(plan)
+            return True
+        await self._enqueue_entry(_QueuedText(text, persisted=True))
+        return False
+
+    async def _dispatch_send(self, plan: _Plan) -> None:
         if isinstance(plan, _SendTurn):
             # A caller's turn that cannot reach the engine is the caller's to hear about.
             # The engine's send checkpoints (engine protocol): the call has yielded.
             await plan.handle.run.send(plan.text)
-            return accepted
+            return
         # Starting a run (or refusing) does not yield: `_perform` only spawns the start.
         await self._perform(plan)
         await self._leave()
-        return accepted
 
     async def enqueue(self, text: str) -> None:
         """Queue ``text`` for the next turn; returns once it is persisted."""
         await self._enter()
-        entry = _QueuedText(text, persisted=True)
+        await self._enqueue_entry(_QueuedText(text, persisted=True))
+
+    async def _enqueue_entry(self, entry: _QueuedText) -> None:
         self._queue.append(entry)
         written = self._writer.submit_batch(self._persist_many, entry)
         try:

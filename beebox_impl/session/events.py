@@ -21,9 +21,11 @@ event                  name            sent by
 Delivery
 --------
 
-`EventFanout.publish` never waits: each subscriber has its own bounded memory
-object stream, and the session puts events on it with ``send_nowait`` in the
-order it emits them. A slow listener therefore cannot wedge a turn.
+`EventFanout.publish` never waits: each subscriber has its own bounded queue (a
+`Mailbox` the fan-out keeps to ``max_buffer`` events), and the session puts
+events on it in the order it emits them. A slow listener therefore cannot wedge
+a turn. A listener's receive is always a checkpoint, but one scheduling round,
+not two: when nothing waits, the wait is the checkpoint.
 
 Overflow policy: a subscriber whose buffer is full when an event arrives is *cut
 off*. Its stream is closed at once; it still receives every event it already
@@ -42,8 +44,8 @@ from types import TracebackType
 from typing import ClassVar, Generic, Literal, TypeAlias, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from beebox_impl.engine.mailbox import Mailbox, PullIterator
 from beebox_spec.sdk_messages import AdaptedMessage, TaskMessage
 
 __all__ = [
@@ -161,8 +163,9 @@ class EventSubscription(Generic[EventT]):
     is unsubscribed when the listener is done.
     """
 
-    def __init__(self, receive: MemoryObjectReceiveStream[EventT]) -> None:
-        self._receive = receive
+    def __init__(self, max_buffer: int) -> None:
+        self._mailbox: Mailbox[EventT] = Mailbox()
+        self._max_buffer = max_buffer
         self.overflowed = False
 
     def __enter__(self) -> EventSubscription[EventT]:
@@ -178,14 +181,21 @@ class EventSubscription(Generic[EventT]):
 
     def close(self) -> None:
         """Stop listening; the session drops this subscriber at its next event."""
-        self._receive.close()
+        self._mailbox.close()
+        self._mailbox.clear()
 
     def __aiter__(self) -> AsyncIterator[EventT]:
-        return self._receive.__aiter__()
+        return PullIterator(self._next_or_stop)
+
+    async def _next_or_stop(self) -> EventT:
+        try:
+            return await self._mailbox.get()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
 
     async def receive(self) -> EventT:
         """The next event; raises `anyio.EndOfStream` once a cut-off stream is drained."""
-        return await self._receive.receive()
+        return await self._mailbox.get()
 
     async def receive_batch(self) -> list[EventT]:
         """The next event and every event already waiting behind it, in order.
@@ -194,65 +204,62 @@ class EventSubscription(Generic[EventT]):
         batches (an SSE response) pays one scheduling round per batch, not per event.
         Raises `anyio.EndOfStream` as `receive` does.
         """
-        first = await self._receive.receive()
+        first = await self._mailbox.get()
         return [first, *self.drain_nowait()]
 
     def receive_nowait(self) -> EventT:
         """The next event if one is waiting; raises `anyio.WouldBlock` otherwise."""
-        return self._receive.receive_nowait()
+        return self._mailbox.get_nowait()
 
     def drain_nowait(self) -> list[EventT]:
         """Every event waiting now, in order."""
         events: list[EventT] = []
         while True:
             try:
-                events.append(self._receive.receive_nowait())
+                events.append(self._mailbox.get_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream):
                 return events
 
+    def _offer(self, event: EventT) -> bool:
+        # The fan-out's side: False when this subscriber is to be dropped.
+        if self._mailbox.closed:
+            return False
+        if len(self._mailbox) >= self._max_buffer:
+            # The overflow policy: end this listener's stream rather than skip an event.
+            self.overflowed = True
+            self._mailbox.close()
+            return False
+        self._mailbox.put(event)
+        return True
 
-@dataclass
-class _Subscriber(Generic[EventT]):
-    send: MemoryObjectSendStream[EventT]
-    subscription: EventSubscription[EventT]
+    def _end(self) -> None:
+        # The session is closing: what is held is still read, then the stream ends.
+        self._mailbox.close()
 
 
 class EventFanout(Generic[EventT]):
     """Publishes each event to every current subscriber without waiting (see the module doc)."""
 
     def __init__(self) -> None:
-        self._subscribers: list[_Subscriber[EventT]] = []
+        self._subscribers: list[EventSubscription[EventT]] = []
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[EventT]:
         """A new subscription holding up to ``max_buffer`` unread events."""
         # A bounded buffer is the point: refuse the unbounded one.
         if not 0 < max_buffer < math.inf:
             raise ValueError("max_buffer must be a positive, finite number of events")
-        send, receive = anyio.create_memory_object_stream[EventT](max_buffer)
-        subscription = EventSubscription(receive)
-        self._subscribers.append(_Subscriber(send, subscription))
+        subscription = EventSubscription[EventT](int(max_buffer))
+        self._subscribers.append(subscription)
         return subscription
 
     def publish(self, event: EventT) -> None:
         """Hand ``event`` to every subscriber now; cut off those that are full."""
-        kept: list[_Subscriber[EventT]] = []
-        for subscriber in self._subscribers:
-            try:
-                subscriber.send.send_nowait(event)
-            except anyio.WouldBlock:
-                # The overflow policy: end this listener's stream rather than skip an event.
-                subscriber.subscription.overflowed = True
-                subscriber.send.close()
-                continue
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                # The listener closed its subscription.
-                subscriber.send.close()
-                continue
-            kept.append(subscriber)
-        self._subscribers = kept
+        self._subscribers = [
+            subscription for subscription in self._subscribers if subscription._offer(event)
+        ]
 
     def close(self) -> None:
         """End every subscriber's stream (the session is closing)."""
-        for subscriber in self._subscribers:
-            subscriber.send.close()
+        for subscription in self._subscribers:
+            subscription._end()
         self._subscribers = []

@@ -77,6 +77,48 @@ async def test_stop_deletes_the_persisted_queue(tmp_path: Path) -> None:
             assert await database.chat_queue.load() == []
 
 
+async def test_send_or_enqueue_sends_when_it_can_and_queues_when_refused(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with ChatSession.open(
+        engine=engine,
+        box_root=tmp_path,
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        assert await session.send_or_enqueue("a")
+        await settle()
+        # A turn is in flight: refused as a turn, so queued, and persisted on return.
+        assert not await session.send_or_enqueue("b")
+        assert session.queue == ("b",)
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        # The turn's end drains what was queued.
+        assert engine.last_run.sent == ["a", "b"]
+        assert session.queue == ()
+
+
+async def test_send_or_enqueue_leaves_no_gap_for_a_turn_to_end_in(tmp_path: Path) -> None:
+    # The turn ends while the caller is inside the call: the text must not be stranded
+    # in the queue of an idle session (as `send` then `enqueue` could leave it).
+    engine = ScriptedEngine(start_mode="accept")
+    async with ChatSession.open(
+        engine=engine,
+        box_root=tmp_path,
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        assert await session.send("a")
+        await settle()
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(session.send_or_enqueue, "b")
+            task_group.start_soon(
+                engine.last_run.emit, result_message(session_id="s-1", uuid="r-1")
+            )
+        await settle()
+        assert engine.last_run.sent == ["a", "b"]
+        assert session.queue == ()
+
+
 async def test_the_session_id_is_saved_and_resumed_after_a_restart(tmp_path: Path) -> None:
     id_file = SessionIdFile.for_box(tmp_path)
     engine = ScriptedEngine(start_mode="accept")
