@@ -34,7 +34,7 @@ def tests(session: nox.Session) -> None:
 def conformance(session: nox.Session) -> None:
     """Every packaged conformance vector against the spec and the implementation."""
     install(session, "test")
-    session.run("python", "-m", "conformance", "--target", "all", *session.posargs)
+    session.run("python", "-m", "conformance", "--target", "all", "--serve", *session.posargs)
 
 
 @nox.session
@@ -74,3 +74,4 @@ def bench(session: nox.Session) -> None:
     install(session)
     session.run("python", "bench/transcripts.py", *session.posargs)
     session.run("python", "bench/sessions.py", *session.posargs)
+    session.run("python", "bench/box_http.py", *session.posargs)

@@ -5,7 +5,9 @@ Subcommands land with the parts of the box they drive:
 - ``bbx phases`` prints the chat run phase table, generated from the spec;
 - ``bbx chat history SESSION [--tail N | --page OFFSET LIMIT] [--json]`` reads a
   session's history from its transcript, photos as references;
-- ``bbx chat media REF -o FILE`` writes the one photo a reference names.
+- ``bbx chat media REF -o FILE`` writes the one photo a reference names;
+- ``bbx init``, ``bbx serve``, ``bbx chat send`` make, run and talk to a box
+  (`beebox_impl.cli_box`).
 
 A box is a folder (``--box``, default the current folder); its transcripts are
 found where the engine writes them (`beebox_impl.transcript.location`). Errors go
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from beebox_impl.cli_box import add_box_commands, run_box_command
 from beebox_impl.store.database import database_path
 from beebox_impl.transcript import (
     IndexShelf,
@@ -81,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", required=True, metavar="FILE", help="where to write it (- for stdout)"
     )
     _add_box_option(media)
+    add_box_commands(commands, chat_commands)
     return parser
 
 
@@ -101,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chat_history(args)
     if args.command == "chat" and args.chat_command == "media":
         return _chat_media(args)
+    handled = run_box_command(args)
+    if handled is not None:
+        return handled
     parser.print_help()
     return EXIT_USAGE
 

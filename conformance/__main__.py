@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from conformance.runner import PACKAGED_VECTORS, RunReport, count_kinds, run_files
+from conformance.serve import ServeFailed, served_box
 from conformance.targets import HandlerTable
+from conformance.targets.http import http_handlers
 from conformance.targets.impl import impl_handlers
 from conformance.targets.spec import SPEC_HANDLERS
 
@@ -52,6 +55,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="all",
         help="the event loop the implementation's sessions run on (default: all)",
     )
+    parser.add_argument(
+        "--url", help="a live host's base URL: run its http/exchange vectors over HTTP"
+    )
+    parser.add_argument("--token", default="", help="the live host's token (with --url)")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="also start `bbx serve` on a temporary box and run the vectors over HTTP",
+    )
     parser.add_argument("--list", action="store_true", help="print the kinds and their case counts")
     parser.add_argument(
         "--verbose",
@@ -70,10 +82,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{sum(counts.values())} cases in {len(counts)} kinds")
         return 0
 
-    chosen = targets(args.target, args.backend)
+    # A live host is its own target: --url runs the vectors against it alone.
+    chosen = (
+        {"http": http_handlers(args.url, args.token)}
+        if args.url
+        else targets(args.target, args.backend)
+    )
     report = RunReport()
-    for name, handlers in chosen.items():
-        report.merge(run_files(paths, handlers, name if len(chosen) > 1 else ""))
+    with contextlib.ExitStack() as stack:
+        if args.serve and not args.url:
+            try:
+                url, token = stack.enter_context(served_box())
+            except ServeFailed as error:
+                print(f"FAIL --serve: {error}")
+                return 1
+            chosen["serve"] = http_handlers(url, token)
+        for name, handlers in chosen.items():
+            report.merge(run_files(paths, handlers, name if len(chosen) > 1 else ""))
     for failure in report.failures or ():
         print(failure.render())
     for kind in sorted(report.skipped_kinds or ()):

@@ -19,6 +19,12 @@ Version 1 holds what the chat sessions persist:
   (`SqliteQueueStore`);
 - ``thread_sessions`` — the pool's per-thread records (`SqliteThreadRecordStore`).
 
+Version 2 adds the acceptance record (`beebox_impl.store.acceptance`):
+
+- ``bus_events`` — the box's event bus rows (``chat-user-message``, …);
+- ``message_claims`` — durable message-id claims, one row per id;
+- ``chat_attachments`` — the photos a send carried, until its turn takes them.
+
 Threads
 -------
 
@@ -69,6 +75,31 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             last_used_at TEXT NOT NULL,
             message_count INTEGER NOT NULL
         )""",
+    ),
+    # Version 2: the acceptance record (`beebox_impl.store.acceptance`).
+    (
+        """CREATE TABLE bus_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            event TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at_ms INTEGER NOT NULL
+        )""",
+        "CREATE INDEX bus_events_by_event ON bus_events (event, id)",
+        """CREATE TABLE message_claims (
+            message_id TEXT PRIMARY KEY,
+            claimed_at_ms INTEGER NOT NULL,
+            bus_row_id INTEGER NOT NULL
+        )""",
+        "CREATE INDEX message_claims_by_age ON message_claims (claimed_at_ms)",
+        """CREATE TABLE chat_attachments (
+            bus_row_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            media_type TEXT NOT NULL,
+            data BLOB NOT NULL,
+            created_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (bus_row_id, position)
+        )""",
+        "CREATE INDEX chat_attachments_by_age ON chat_attachments (created_at_ms)",
     ),
 )
 

@@ -1,9 +1,12 @@
 """`session/scenario` and `lifecycle/*` vectors against the implementation, on one backend.
 
-A scenario runs on a fresh event loop of the chosen backend (asyncio or trio): a
-`ChatSession` or `ChatThreadSession` over a `ScriptedEngine` whose every start,
-message and end the steps decide, with stores that stay on the loop. After each
-step the loop is settled (`beebox_impl.testing.settle`) and the session observed.
+`run_session_scenario` drives a session on the running event loop (asyncio or
+trio): the session is opened by a factory — `ChatSession.open` and
+`ChatThreadSession.open` here, a host's own in `conformance.check_chat_session`
+and `check_thread_session` — over a `ScriptedEngine` whose every start, message
+and end the steps decide, with stores that stay on the loop. After each step the
+loop is settled (`beebox_impl.testing.settle`) and the session observed. The
+`impl` target runs each scenario on a fresh loop of the chosen backend.
 
 Engine steps the current state cannot express — a start nobody asked for, a
 message or an end with no run — are the scenario's impossible engine events: the
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Awaitable, Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from beebox_impl.session.thread import ChatThreadSession
 from beebox_impl.store.memory import InMemoryQueueStore, InMemorySessionIdStore
 from beebox_impl.testing import settle
 from beebox_spec.errors import BeeboxError, InvariantError
+from conformance.protocols import ChatSessionFactory, ThreadSessionFactory
 from conformance.scenario import (
     START_FAILURE_REASON,
     CallStep,
@@ -40,7 +43,7 @@ from conformance.scenario import (
 from conformance.targets import HandlerTable
 from conformance.targets.spec_lifecycle import HANDLERS as LIFECYCLE
 
-__all__ = ["impl_session_handlers"]
+__all__ = ["impl_session_handlers", "run_session_scenario"]
 
 
 def _turn_text(content: TurnContent) -> str:
@@ -87,11 +90,13 @@ class _EngineDriver:
         return [[_turn_text(turn) for turn in run.sent] for run in self.engine.runs]
 
 
-async def _chat_scenario(steps: list[Step], box_root: Path) -> list[dict[str, Any]]:
+async def _chat_scenario(
+    open_session: ChatSessionFactory, steps: list[Step], box_root: Path
+) -> list[dict[str, Any]]:
     engine = ScriptedEngine()
     driver = _EngineDriver(engine)
     observations: list[dict[str, Any]] = []
-    async with ChatSession.open(
+    async with open_session(
         engine=engine,
         box_root=box_root,
         queue_store=InMemoryQueueStore(),
@@ -133,11 +138,13 @@ async def _chat_scenario(steps: list[Step], box_root: Path) -> list[dict[str, An
     return observations
 
 
-async def _thread_scenario(steps: list[Step], box_root: Path) -> list[dict[str, Any]]:
+async def _thread_scenario(
+    open_session: ThreadSessionFactory, steps: list[Step], box_root: Path
+) -> list[dict[str, Any]]:
     engine = ScriptedEngine()
     driver = _EngineDriver(engine)
     observations: list[dict[str, Any]] = []
-    async with ChatThreadSession.open(engine=engine, box_root=box_root) as session:
+    async with open_session(engine=engine, box_root=box_root) as session:
         for step in steps:
             sent = False
             try:
@@ -170,22 +177,45 @@ async def _thread_scenario(steps: list[Step], box_root: Path) -> list[dict[str, 
     return observations
 
 
-def _run_scenario(backend: str, scenario: Any) -> list[dict[str, Any]]:
+async def run_session_scenario(
+    scenario: Any,
+    *,
+    open_chat_session: ChatSessionFactory | None = None,
+    open_thread_session: ThreadSessionFactory | None = None,
+) -> list[dict[str, Any]]:
+    """Run a ``session/scenario`` input on the running loop; one observation a step.
+
+    A chat scenario needs ``open_chat_session``, a thread scenario
+    ``open_thread_session``; a scenario with no session to run on is a
+    `ScenarioError`, never a pass.
+    """
     if not isinstance(scenario, dict) or scenario.get("session") not in ("chat", "thread"):
         raise ScenarioError('a scenario needs "session": "chat" or "thread"')
     steps = parse_steps(scenario.get("steps"))
-    run = _chat_scenario if scenario["session"] == "chat" else _thread_scenario
-
-    async def main() -> list[dict[str, Any]]:
-        with tempfile.TemporaryDirectory(prefix="bbx-scenario-") as folder:
-            return await run(steps, Path(folder))
-
-    return anyio.run(main, backend=backend)
+    with tempfile.TemporaryDirectory(prefix="bbx-scenario-") as folder:
+        if scenario["session"] == "chat":
+            if open_chat_session is None:
+                raise ScenarioError("a chat scenario, and no chat session to run it on")
+            return await _chat_scenario(open_chat_session, steps, Path(folder))
+        if open_thread_session is None:
+            raise ScenarioError("a thread scenario, and no thread session to run it on")
+        return await _thread_scenario(open_thread_session, steps, Path(folder))
 
 
 def impl_session_handlers(backend: str) -> HandlerTable:
     """The session and lifecycle kinds answered by the implementation on ``backend``."""
+
+    def scenario_on_a_fresh_loop(scenario: Any) -> list[dict[str, Any]]:
+        async def main() -> list[dict[str, Any]]:
+            return await run_session_scenario(
+                scenario,
+                open_chat_session=ChatSession.open,
+                open_thread_session=ChatThreadSession.open,
+            )
+
+        return anyio.run(main, backend=backend)
+
     return {
         **{kind: LIFECYCLE[kind] for kind in ("lifecycle/transition", "lifecycle/flags")},
-        "session/scenario": partial(_run_scenario, backend),
+        "session/scenario": scenario_on_a_fresh_loop,
     }

@@ -1,34 +1,32 @@
 """The spec (`beebox_spec.media`, `beebox_spec.transcript`) as a conformance target.
 
-Handlers for the photo and transcript-reading kinds of `CONFORMANCE.md`. Each is a
-thin call into the spec: it narrows the case's JSON input, calls one spec function
-and shapes the answer as the kind's `expect`. Transcript lines arrive as strings
-(after `$json` expansion) and are conceptually written to a file joined by "\\n", so
-they go through `split_transcript_lines` exactly as a file's text would.
+Handlers for the photo and transcript-reading kinds of `CONFORMANCE.md`. The
+reference and content kinds are answered by any `MediaRefCodec` or
+`ContentTransformer` (`media_ref_handlers`, `content_transform_handlers`); this
+target gives them `beebox_spec.media` itself. Each handler is a thin call into the
+spec: it narrows the case's JSON input, calls one spec function and shapes the
+answer as the kind's `expect`. Transcript lines arrive as strings (after `$json`
+expansion) and are conceptually written to a file joined by "\\n", so they go
+through `split_transcript_lines` exactly as a file's text would.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
-from beebox_spec.media import (
-    MediaEntryRef,
-    MediaRef,
-    encode_media_ref,
-    extract_media,
-    find_line_by_uuid,
-    parse_media_ref_or_none,
-    transform_content,
-)
+import beebox_spec.media
+from beebox_spec.media import MediaEntryRef, MediaRef, extract_media, find_line_by_uuid
 from beebox_spec.transcript import (
     entries_from_lines,
     read_transcript_lines,
     split_transcript_lines,
 )
+from conformance.protocols import ContentTransformer, MediaRefCodec
 from conformance.targets import HandlerTable
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "content_transform_handlers", "media_ref_handlers"]
 
 
 def _file_lines(case_input: dict[str, Any]) -> list[str]:
@@ -44,30 +42,39 @@ def _file_lines(case_input: dict[str, Any]) -> list[str]:
     return split_transcript_lines("\n".join(lines))
 
 
-def _media_ref_parse(case_input: Any) -> Any:
-    assert isinstance(case_input, str)
-    return parse_media_ref_or_none(case_input)
+def media_ref_handlers(make_codec: Callable[[], MediaRefCodec]) -> HandlerTable:
+    """The `media-ref/*` kinds answered by a fresh ``make_codec()`` each case."""
+
+    def parse(case_input: Any) -> Any:
+        assert isinstance(case_input, str)
+        return make_codec().parse_media_ref_or_none(case_input)
+
+    def encode(case_input: Any) -> Any:
+        assert isinstance(case_input, dict)
+        ref: MediaRef = {
+            "sessionId": case_input["sessionId"],
+            "entryUuid": case_input["entryUuid"],
+            "index": case_input["index"],
+        }
+        return make_codec().encode_media_ref(ref)
+
+    return {"media-ref/parse": parse, "media-ref/encode": encode}
 
 
-def _media_ref_encode(case_input: Any) -> Any:
-    assert isinstance(case_input, dict)
-    ref: MediaRef = {
-        "sessionId": case_input["sessionId"],
-        "entryUuid": case_input["entryUuid"],
-        "index": case_input["index"],
-    }
-    return encode_media_ref(ref)
+def content_transform_handlers(make_transformer: Callable[[], ContentTransformer]) -> HandlerTable:
+    """The `content/transform` kind answered by a fresh ``make_transformer()`` each case."""
 
+    def transform(case_input: Any) -> Any:
+        assert isinstance(case_input, dict)
+        raw_ref = case_input["mediaRef"]
+        media_ref: MediaEntryRef | None = (
+            None
+            if raw_ref is None
+            else {"sessionId": raw_ref["sessionId"], "entryUuid": raw_ref["entryUuid"]}
+        )
+        return list(make_transformer().transform_content(case_input["content"], media_ref))
 
-def _content_transform(case_input: Any) -> Any:
-    assert isinstance(case_input, dict)
-    raw_ref = case_input["mediaRef"]
-    media_ref: MediaEntryRef | None = (
-        None
-        if raw_ref is None
-        else {"sessionId": raw_ref["sessionId"], "entryUuid": raw_ref["entryUuid"]}
-    )
-    return transform_content(case_input["content"], media_ref)
+    return {"content/transform": transform}
 
 
 def _transcript_read_lines(case_input: Any) -> Any:
@@ -106,9 +113,8 @@ def _media_extract(case_input: Any) -> Any:
 
 
 HANDLERS: HandlerTable = {
-    "media-ref/parse": _media_ref_parse,
-    "media-ref/encode": _media_ref_encode,
-    "content/transform": _content_transform,
+    **media_ref_handlers(lambda: beebox_spec.media),
+    **content_transform_handlers(lambda: beebox_spec.media),
     "transcript/read-lines": _transcript_read_lines,
     "transcript/entries": _transcript_entries,
     "media/find-line": _media_find_line,

@@ -1,60 +1,69 @@
-"""Spec handlers for the chat-review kinds: the span journal, elision, title ownership, leak scan.
+"""Handlers for the chat-review kinds: the span journal, elision, title ownership, leak scan.
 
-Each handler is a thin call into `beebox_spec.journal` or `beebox_spec.review`;
-the vectors' camelCase keys are the spec's own TypedDict keys.
+`journal_handlers` answers the `journal/*` kinds with any `SpanJournal`, and
+`review_rule_handlers` the `review/*` kinds with any `ReviewRules`; the spec
+target's `HANDLERS` are those of `beebox_spec.journal` and `beebox_spec.review`.
+The vectors' camelCase keys are the spec's own TypedDict keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import beebox_spec.journal
+import beebox_spec.review
 from beebox_spec.entries import MAX_SESSION_ENTRIES
-from beebox_spec.journal import prefix_hash, resolve_span
-from beebox_spec.review import (
-    MAX_RENDERED_CHARS,
-    TitleOwner,
-    elide_middle,
-    has_credential,
-    resolve_title_owner,
-)
+from beebox_spec.review import MAX_RENDERED_CHARS, TitleOwner
+from conformance.protocols import ReviewRules, SpanJournal
 from conformance.targets import HandlerTable
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "journal_handlers", "review_rule_handlers"]
 
 
-def _prefix_hash(case: Any) -> str:
-    return prefix_hash(case["entries"], case["endIndex"])
+def journal_handlers(make_journal: Callable[[], SpanJournal]) -> HandlerTable:
+    """The `journal/*` kinds answered by a fresh ``make_journal()`` each case."""
+
+    def prefix_hash(case: Any) -> str:
+        return make_journal().prefix_hash(case["entries"], case["endIndex"])
+
+    def resolve_span(case: Any) -> dict[str, Any]:
+        span = make_journal().resolve_span(
+            case["entries"], case["applied"], case.get("limit", MAX_SESSION_ENTRIES)
+        )
+        return {
+            "entries": [entry["uuid"] for entry in span["entries"]],
+            "endIndex": span["endIndex"],
+            "bootstrap": span["bootstrap"],
+            "clipped": span["clipped"],
+        }
+
+    return {"journal/prefix-hash": prefix_hash, "journal/resolve-span": resolve_span}
 
 
-def _resolve_span(case: Any) -> dict[str, Any]:
-    span = resolve_span(case["entries"], case["applied"], case.get("limit", MAX_SESSION_ENTRIES))
+def review_rule_handlers(make_rules: Callable[[], ReviewRules]) -> HandlerTable:
+    """The `review/*` kinds answered by a fresh ``make_rules()`` each case."""
+
+    def elide_middle(case: Any) -> str:
+        return make_rules().elide_middle(case["text"], case.get("max", MAX_RENDERED_CHARS))
+
+    def title_owner(case: Any) -> TitleOwner:
+        stored = case["stored"]
+        return make_rules().resolve_title_owner(
+            stored["titleOwner"], stored["titleHash"], case["liveTitle"], case["snippetTitle"]
+        )
+
+    def leak_scan(text: Any) -> dict[str, bool]:
+        return {"credential": make_rules().has_credential(text)}
+
     return {
-        "entries": [entry["uuid"] for entry in span["entries"]],
-        "endIndex": span["endIndex"],
-        "bootstrap": span["bootstrap"],
-        "clipped": span["clipped"],
+        "review/elide-middle": elide_middle,
+        "review/title-owner": title_owner,
+        "review/leak-scan": leak_scan,
     }
 
 
-def _elide_middle(case: Any) -> str:
-    return elide_middle(case["text"], case.get("max", MAX_RENDERED_CHARS))
-
-
-def _title_owner(case: Any) -> TitleOwner:
-    stored = case["stored"]
-    return resolve_title_owner(
-        stored["titleOwner"], stored["titleHash"], case["liveTitle"], case["snippetTitle"]
-    )
-
-
-def _leak_scan(text: Any) -> dict[str, bool]:
-    return {"credential": has_credential(text)}
-
-
 HANDLERS: HandlerTable = {
-    "journal/prefix-hash": _prefix_hash,
-    "journal/resolve-span": _resolve_span,
-    "review/elide-middle": _elide_middle,
-    "review/title-owner": _title_owner,
-    "review/leak-scan": _leak_scan,
+    **journal_handlers(lambda: beebox_spec.journal),
+    **review_rule_handlers(lambda: beebox_spec.review),
 }

@@ -1,0 +1,401 @@
+"""A box: one folder, its layout on disk, and the one composition root.
+
+DESIGN.md §3 (the layout), §4 ("Embedding": `Box.open(path, engine=…, clock=…)`
+and async methods on it; the HTTP adapter is one consumer of that API, not the
+owner of any rule).
+
+The layout `init_box` makes (idempotent; ``bbx init``)::
+
+    <box>/
+      _content/chat/web/                        husk cards
+      _config/schedules/chat-review.scheduled-script.card   enabled: false
+      .beebox/box.sqlite3                       created by the first `Box.open`
+      .beebox/chat-review/                      the review's span journal lives here
+      .beebox/cache/transcript-index/           shelved transcript indexes (a cache)
+      .beebox/token                             HTTP bearer token, 0600
+
+Re-running it creates only what is missing: the token is never replaced (a
+token file with looser permissions is tightened to 0600), and the schedule card
+keeps every field the boxholder set — only keys it lacks are added, through a
+round-trip YAML reader so comments and key order survive.
+
+`Box.open` builds everything a running box is, on the caller's event loop
+(asyncio or trio): the database, the acceptance record, the whole-box
+`ChatSession` (on the given engine — the offline `EchoEngine` by default — wrapped
+so a send's photos reach it), the event hub and the chat services. Everything
+hangs off the `Box`; there is no module state, and two boxes in one process do
+not share anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import secrets
+import stat
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+from ruamel.yaml import YAML
+
+from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.protocol import Engine
+from beebox_impl.services.attachments import PhotoEngine
+from beebox_impl.services.bootstrap import Bootstrap, ChatBootstrapService, ChatStatus
+from beebox_impl.services.events import BoxEvent, BoxEventHub, relay_chat_events
+from beebox_impl.services.history import (
+    ChatHistoryService,
+    HistorySlice,
+    keep_indexes_current,
+)
+from beebox_impl.services.send import ChatSendService, Sender, SendOutcome, SendRequest
+from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.clock import SessionClock, SystemClock
+from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
+from beebox_impl.store.acceptance import AcceptanceStore
+from beebox_impl.store.database import BoxDatabase, database_path
+from beebox_impl.store.session_id import SessionIdFile, session_id_path
+from beebox_impl.transcript import IndexShelf, MediaFound, MediaMissing, TranscriptIndexCache
+from beebox_impl.transcript.location import projects_root as default_projects_root
+from beebox_spec.entries import SessionHistory
+from beebox_spec.media import parse_media_ref
+
+__all__ = [
+    "SCHEDULE_CARD_DEFAULTS",
+    "TOKEN_BYTES",
+    "Box",
+    "BoxPaths",
+    "NotABoxError",
+    "init_box",
+    "read_token",
+]
+
+_log = logging.getLogger(__name__)
+
+# Random bytes in a new token (URL-safe base64 of them is the token).
+TOKEN_BYTES: Final = 32
+
+# original-facts §4.9 `DEFAULT_SCHEDULES`: the chat-review card, opted out by default.
+SCHEDULE_CARD_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
+    ("name", "chat-review"),
+    (
+        "description",
+        "Nightly chat review: title and summarize chat sessions that have grown enough"
+        " to be worth re-reading",
+    ),
+    ("cron", "0 4 * * *"),
+    ("notBefore", "20h"),
+    ("onWakeup", False),
+    ("enabled", False),
+    ("lockGroup", "retro"),
+    ("runs", "bbx chat review run"),
+    ("reason", "Nightly sweep; opt in per box"),
+)
+
+
+class NotABoxError(RuntimeError):
+    """The folder is not a box (and the caller asked not to create one)."""
+
+
+@dataclass(frozen=True)
+class BoxPaths:
+    """Where a box keeps each thing (DESIGN.md §3); ``root`` is absolute."""
+
+    root: Path
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".beebox"
+
+    @property
+    def database(self) -> Path:
+        return database_path(self.root)
+
+    @property
+    def token(self) -> Path:
+        return self.state_dir / "token"
+
+    @property
+    def session_id(self) -> Path:
+        return session_id_path(self.root)
+
+    @property
+    def review_state_dir(self) -> Path:
+        return self.state_dir / "chat-review"
+
+    @property
+    def husk_dir(self) -> Path:
+        return self.root / "_content" / "chat" / "web"
+
+    @property
+    def schedule_card(self) -> Path:
+        return self.root / "_config" / "schedules" / "chat-review.scheduled-script.card"
+
+
+def _fsync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        handle = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+
+def _write_new_token(path: Path) -> None:
+    # O_EXCL: two `bbx init`s racing keep whichever token was written first.
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(handle, "w", encoding="ascii") as out:
+        out.write(token + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    _fsync_folder(path.parent)
+
+
+def read_token(paths: BoxPaths) -> str:
+    """The box's HTTP token (tightening a token file readable by others to 0600)."""
+    mode = stat.S_IMODE(paths.token.stat().st_mode)
+    if mode & 0o077:
+        _log.warning("%s was readable by others (%o); setting it to 0600", paths.token, mode)
+        paths.token.chmod(0o600)
+    token = paths.token.read_text(encoding="ascii").strip()
+    # An empty token would let an empty bearer in.
+    if not token:
+        raise NotABoxError(f"{paths.token} is empty; delete it and run `bbx init` again")
+    return token
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip: comments and key order survive a rewrite
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    return yaml
+
+
+def _split_card(text: str) -> tuple[str, str] | None:
+    """A card's front matter and body, or None when it has no front matter."""
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        return None
+    return text[4 : end + 1], text[end + 5 :]
+
+
+def _install_schedule_card(path: Path) -> None:
+    yaml = _yaml()
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        parts = _split_card(text)
+        if parts is None:
+            _log.warning("%s has no front matter; leaving it as it is", path)
+            return
+        front, body = parts
+        fields = yaml.load(front)
+        if not isinstance(fields, dict):
+            _log.warning("%s front matter is not a mapping; leaving it as it is", path)
+            return
+        missing = [(key, value) for key, value in SCHEDULE_CARD_DEFAULTS if key not in fields]
+        if not missing:
+            return
+        for key, value in missing:
+            fields[key] = value
+    else:
+        fields = dict(SCHEDULE_CARD_DEFAULTS)
+        body = ""
+    out = io.StringIO()
+    yaml.dump(fields, out)
+    _write_atomic(path, f"---\n{out.getvalue()}---\n{body}")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def init_box(path: Path) -> BoxPaths:
+    """Create the layout of DESIGN.md §3 at ``path`` (idempotent; see the module doc)."""
+    paths = BoxPaths(path.expanduser().resolve())
+    for folder in (paths.root, paths.state_dir, paths.review_state_dir, paths.husk_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    paths.state_dir.chmod(0o700)
+    _write_new_token(paths.token)
+    _install_schedule_card(paths.schedule_card)
+    return paths
+
+
+def is_box(path: Path) -> bool:
+    """Does ``path`` hold a box (its token file)?"""
+    return BoxPaths(path.expanduser().resolve()).token.is_file()
+
+
+class Box:
+    """An open box. Get one with ``async with Box.open(path) as box:``."""
+
+    def __init__(
+        self,
+        *,
+        paths: BoxPaths,
+        token: str,
+        clock: SessionClock,
+        database: BoxDatabase,
+        acceptance: AcceptanceStore,
+        events: BoxEventHub,
+        session: ChatSession,
+        history: ChatHistoryService,
+    ) -> None:
+        self.paths = paths
+        self.token = token
+        self.clock = clock
+        self.database = database
+        self.acceptance = acceptance
+        self.events = events
+        self.session = session
+        self.history_service = history
+        self.send_service = ChatSendService(
+            session=session, acceptance=acceptance, events=events, clock=clock
+        )
+        self.bootstrap_service = ChatBootstrapService(
+            session=session, history=history, acceptance=acceptance, clock=clock
+        )
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        path: Path,
+        *,
+        engine: Engine | None = None,
+        clock: SessionClock | None = None,
+        projects_root: Path | None = None,
+        create: bool = True,
+    ) -> AsyncIterator[Box]:
+        """Open the box at ``path`` on the running event loop.
+
+        ``engine`` defaults to the offline `EchoEngine`; ``clock`` to the system
+        clock; ``projects_root`` (where transcripts live) to
+        ``BBX_CLAUDE_PROJECTS_DIR`` or ``~/.claude/projects``. ``create=False``
+        refuses a folder that is not a box yet (`NotABoxError`) instead of
+        running `init_box` on it. On exit the chat session closes (its queue stays
+        on disk for the next open) and the database is closed.
+        """
+        if not create and not await anyio.to_thread.run_sync(is_box, path):
+            raise NotABoxError(f"{path} is not a box: run `bbx init {path}`")
+        paths = await anyio.to_thread.run_sync(init_box, path)
+        token = await anyio.to_thread.run_sync(read_token, paths)
+        clock = clock if clock is not None else SystemClock()
+        root = (
+            projects_root
+            if projects_root is not None
+            else default_projects_root(os.environ, Path.home())
+        )
+        engine = engine if engine is not None else EchoEngine(root, clock.now)
+        async with await BoxDatabase.open(paths.root) as database:
+            acceptance = AcceptanceStore(database)
+            events = BoxEventHub()
+            async with ChatSession.open(
+                engine=PhotoEngine(engine, acceptance.attachments),
+                box_root=paths.root,
+                queue_store=database.chat_queue,
+                session_id_store=SessionIdFile(paths.session_id),
+            ) as session:
+                history = ChatHistoryService(
+                    paths.root,
+                    root,
+                    TranscriptIndexCache(shelf=IndexShelf.in_box_state(paths.state_dir)),
+                )
+                relayed = session.subscribe()
+                turns = session.subscribe()
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(
+                        relay_chat_events, session, events, relayed, name="box event relay"
+                    )
+                    task_group.start_soon(
+                        keep_indexes_current, session, history, turns, name="transcript indexer"
+                    )
+                    try:
+                        yield cls(
+                            paths=paths,
+                            token=token,
+                            clock=clock,
+                            database=database,
+                            acceptance=acceptance,
+                            events=events,
+                            session=session,
+                            history=history,
+                        )
+                    finally:
+                        events.close()
+                        task_group.cancel_scope.cancel()
+
+    @property
+    def root(self) -> Path:
+        return self.paths.root
+
+    # --- The chat -----------------------------------------------------------------
+
+    async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
+        """`chat.send`: record, then hand to the session (`beebox_impl.services.send`)."""
+        return await self.send_service.send(request, sender)
+
+    async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+        """`chat.history`: a slice of ``session_id``'s transcript."""
+        return await self.history_service.history(session_id, window)
+
+    async def bootstrap(
+        self,
+        *,
+        session: str | None = None,
+        window: HistorySlice,
+        viewer_email: str | None = None,
+    ) -> Bootstrap:
+        """`chat.bootstrap`: history and pending side by side."""
+        return await self.bootstrap_service.bootstrap(
+            session=session, window=window, viewer_email=viewer_email
+        )
+
+    async def media(self, ref: str) -> MediaFound | MediaMissing:
+        """The photo a reference names; raises `MalformedMediaRef` for a bad one."""
+        return await self.history_service.media(parse_media_ref(ref))
+
+    def status(self) -> ChatStatus:
+        """The whole-box chat's state."""
+        return self.bootstrap_service.status()
+
+    async def stop(self) -> None:
+        """Stop the chat's run and clear its queue."""
+        await self.session.stop()
+
+    async def restart(self) -> None:
+        """Close the chat's run; its queue drains into a fresh one."""
+        await self.session.restart()
+
+    async def reset(self) -> None:
+        """Stop, and start a new SDK session next time."""
+        await self.session.reset_session()
+
+    def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
+        """The box's events (bus and turn events) from now on."""
+        return self.events.subscribe(max_buffer)

@@ -1,0 +1,187 @@
+"""The `bbx` commands that make, run and talk to a box: ``init``, ``serve``, ``chat send``.
+
+- ``bbx init [DIR]`` — the box layout (`beebox_impl.box.init_box`); idempotent.
+- ``bbx serve [--box DIR] [--host H] [--port N] [--engine echo|claude]`` — opens
+  the box (creating it if missing) on the embedded defaults and serves it over
+  HTTP (`beebox_impl.http.serve_box`). It prints one line, ``beebox serving
+  <box> at <URL>``, the URL carrying the token (opening it logs a browser in),
+  and records where it listens in ``.beebox/serve.json`` (0600) for ``bbx chat
+  send``. SIGINT or SIGTERM shuts it down cleanly: requests in flight finish,
+  then the session and the database close. A non-loopback ``--host`` needs
+  ``--allow-remote``.
+- ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
+  sends a message to a running box over HTTP (with a fresh ``messageId``, so a
+  retry of the same command line is not a second message) and prints its answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import mimetypes
+import os
+import signal
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from beebox_impl.box import Box, BoxPaths, init_box, read_token
+from beebox_impl.engine.protocol import Engine
+from beebox_impl.http.server import (
+    DEFAULT_HOST,
+    RemoteBindRefused,
+    RunningServer,
+    check_host,
+    serve_box,
+)
+from beebox_spec.media import SERVABLE_MEDIA_TYPES
+
+__all__ = ["add_box_commands", "run_box_command", "serve_file_path"]
+
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+DEFAULT_PORT: Final = 8765
+
+
+def serve_file_path(box_root: Path) -> Path:
+    """Where a running ``bbx serve`` says where it listens."""
+    return BoxPaths(box_root.expanduser().resolve()).state_dir / "serve.json"
+
+
+def add_box_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    chat_commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Add ``init``, ``serve`` and ``chat send`` to `bbx`'s parser."""
+    init = commands.add_parser("init", help="make a folder a box (idempotent)")
+    init.add_argument("dir", nargs="?", type=Path, default=Path.cwd(), metavar="DIR")
+
+    serve = commands.add_parser("serve", help="serve a box over HTTP")
+    serve.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
+    serve.add_argument("--engine", choices=["echo", "claude"], default="echo")
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (the token is then the only guard; use TLS)",
+    )
+
+    send = chat_commands.add_parser("send", help="send a message to a running box")
+    send.add_argument("text")
+    send.add_argument("--image", type=Path, action="append", default=[], metavar="FILE")
+    send.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
+    send.add_argument("--url", help="the box's base URL (default: from the running bbx serve)")
+    send.add_argument("--token", help="the box's token (default: the box's token file)")
+
+
+def run_box_command(args: argparse.Namespace) -> int | None:
+    """Run ``args`` if it is one of these commands; None when it is not."""
+    if args.command == "init":
+        paths = init_box(args.dir)
+        print(f"box ready at {paths.root}")
+        return 0
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "chat" and args.chat_command == "send":
+        return _chat_send(args)
+    return None
+
+
+def _engine(name: str) -> Engine | None:
+    if name == "claude":
+        from beebox_impl.engine.claude import ClaudeEngine  # noqa: PLC0415
+
+        return ClaudeEngine()
+    return None  # the box's default: EchoEngine
+
+
+def _write_serve_file(box: Box, running: RunningServer) -> Path:
+    path = serve_file_path(box.root)
+    temporary = path.with_suffix(".tmp")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump({"url": running.base_url, "pid": os.getpid()}, out)
+    os.replace(temporary, path)
+    return path
+
+
+async def _serve_until_signalled(args: argparse.Namespace) -> None:
+    async with (
+        Box.open(args.box, engine=_engine(args.engine)) as box,
+        serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
+    ):
+        serve_file = _write_serve_file(box, running)
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                print(f"beebox serving {box.root} at {running.login_url}", flush=True)
+                async for received in signals:
+                    print(f"bbx: {signal.Signals(received).name}: shutting down", file=sys.stderr)
+                    break
+        finally:
+            serve_file.unlink(missing_ok=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        check_host(args.host, allow_remote=args.allow_remote)
+    except RemoteBindRefused as error:
+        print(f"bbx: {error}; pass --allow-remote", file=sys.stderr)
+        return EXIT_USAGE
+    failed = False
+    try:
+        anyio.run(_serve_until_signalled, args)
+    except* OSError as errors:
+        for problem in errors.exceptions:
+            print(f"bbx: cannot serve: {problem}", file=sys.stderr)
+        failed = True
+    return EXIT_FAILED if failed else 0
+
+
+def _image_payload(path: Path) -> dict[str, str]:
+    media_type, _ = mimetypes.guess_type(path.name)
+    if media_type not in SERVABLE_MEDIA_TYPES:
+        raise ValueError(f"{path}: not a photo type the box keeps ({media_type or 'unknown'})")
+    return {"mediaType": media_type, "data": base64.b64encode(path.read_bytes()).decode("ascii")}
+
+
+def _chat_send(args: argparse.Namespace) -> int:
+    try:
+        url = args.url
+        if url is None:
+            served = json.loads(serve_file_path(args.box).read_text(encoding="utf-8"))
+            url = str(served["url"])
+        token = args.token or read_token(BoxPaths(args.box.expanduser().resolve()))
+        images = [_image_payload(path) for path in args.image]
+    except FileNotFoundError as error:
+        print(f"bbx: no running box found ({error.filename}); start `bbx serve`", file=sys.stderr)
+        return EXIT_FAILED
+    except (ValueError, KeyError, OSError) as error:
+        print(f"bbx: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    body: dict[str, object] = {"message": args.text, "messageId": str(uuid.uuid4())}
+    if images:
+        body["images"] = images
+    request = urllib.request.Request(
+        url.rstrip("/") + "/api/chat/send",
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        print(f"bbx: {error.code}: {error.read().decode('utf-8', 'replace')}", file=sys.stderr)
+        return EXIT_FAILED
+    except (urllib.error.URLError, OSError) as error:
+        print(f"bbx: cannot reach the box at {url}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(answer)
+    return 0

@@ -1,0 +1,77 @@
+"""`GET /api/events`: the box's event stream as Server-Sent Events.
+
+Each `beebox_impl.services.events.BoxEvent` is written as::
+
+    id: <seq>
+    event: <name>
+    data: <JSON, one line>
+
+in the box's order. The stream opens with a ``retry`` hint and a comment once the
+subscription is taken (so a client that has read it misses nothing sent after),
+and writes a ``: heartbeat`` comment whenever nothing was sent for
+``sse_heartbeat_seconds``, so proxies and clients can tell a quiet box from a
+dead connection. It ends when the client goes away, when the listener falls a
+whole buffer behind (the client reconnects and re-reads the state), or when the
+server shuts down.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import anyio
+
+from beebox_impl.http.routes import Exchange
+from beebox_impl.services.events import BoxEvent
+from beebox_impl.session.events import EventSubscription
+
+__all__ = ["encode_event", "stream_events"]
+
+# How long one wait for an event lasts before the shutdown flag is looked at again.
+_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """The subscription's stream ended."""
+
+
+def encode_event(event: BoxEvent) -> bytes:
+    """One event in the SSE wire format."""
+    data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {event.seq}\nevent: {event.name}\ndata: {data}\n\n".encode()
+
+
+async def _next_event(
+    events: EventSubscription[BoxEvent], timeout: float
+) -> BoxEvent | _Ended | None:
+    with anyio.move_on_after(timeout):
+        try:
+            return await events.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return _Ended()
+    return None
+
+
+def stream_events(exchange: Exchange) -> None:
+    """Write the box's events to the client until one side stops (see the module doc)."""
+    box = exchange.box
+    events: EventSubscription[BoxEvent] = exchange.call(box.subscribe)
+    try:
+        exchange.write(b"retry: 3000\n: subscribed\n\n")
+        last_write = time.monotonic()
+        # Wait in short slices so a shutting-down server is noticed promptly.
+        while not exchange.stopping():
+            next_event = exchange.run(_next_event, events, _POLL_SECONDS)
+            if isinstance(next_event, _Ended):
+                return
+            if next_event is not None:
+                exchange.write(encode_event(next_event))
+                last_write = time.monotonic()
+            elif time.monotonic() - last_write >= exchange.sse_heartbeat_seconds:
+                exchange.write(b": heartbeat\n\n")
+                last_write = time.monotonic()
+    finally:
+        exchange.call(events.close)

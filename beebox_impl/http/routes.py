@@ -1,0 +1,440 @@
+"""The box's HTTP routes: one table, from which the dispatch and the OpenAPI document come.
+
+Spec sources: DESIGN.md §4 (the routes), `original-facts.md` §1.7 (the media
+route's statuses, bodies and headers) and §2.1–§2.4 (send, bootstrap, history).
+
+Each `Route` names its path (an OpenAPI path template), its methods, what it
+answers with which status, and the function that serves it. A handler runs in
+the HTTP server's worker thread and reaches the box through `Exchange.call`,
+which runs a coroutine on the box's event loop (an anyio `BlockingPortal`): the
+handlers translate between the wire and `beebox_impl.box.Box`, and hold no rule
+of their own.
+
+Errors are JSON ``{"error": "<message>"}``. The transport's own answers (401,
+404, 405, 411, 413, 415, 400 for malformed JSON) come from
+`beebox_impl.http.server` and are listed in every route's responses here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote
+
+from beebox_impl.box import Box
+from beebox_impl.services.bootstrap import Bootstrap
+from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
+from beebox_impl.services.send import InvalidRequest, SendFailed, parse_send_body
+from beebox_impl.transcript import MediaFound, PageSlice, TailSlice
+from beebox_impl.transcript.location import InvalidSessionId
+from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.javascript import UnparsableJson, parse_json_text
+from beebox_spec.media import MalformedMediaRef
+from beebox_spec.transcript import InvalidHistorySlice
+
+__all__ = [
+    "MEDIA_HEADERS",
+    "MEDIA_PREFIX",
+    "ROUTES",
+    "BytesReply",
+    "Exchange",
+    "JsonReply",
+    "Reply",
+    "Route",
+    "StreamReply",
+    "error_reply",
+    "find_route",
+]
+
+T = TypeVar("T")
+
+# §1.7: the photo route, and the headers of its 200.
+MEDIA_PREFIX: Final = "/api/session-media/"
+MEDIA_HEADERS: Final = (
+    ("Cache-Control", "private, max-age=31536000, immutable"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Content-Disposition", "inline"),
+)
+
+
+@dataclass(frozen=True)
+class JsonReply:
+    """A JSON answer."""
+
+    status: int
+    # JSON-serialisable: a JsonValue, or one of the TypedDicts of the wire shapes.
+    body: object
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BytesReply:
+    """Raw bytes of a content type (a photo, the page)."""
+
+    status: int
+    content_type: str
+    data: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamReply:
+    """A streamed answer (Server-Sent Events): the server calls ``stream`` with the exchange."""
+
+    stream: Callable[[Exchange], None]
+
+
+Reply = JsonReply | BytesReply | StreamReply
+
+
+def error_reply(status: int, message: str) -> JsonReply:
+    """The one error shape: ``{"error": message}``."""
+    return JsonReply(status, {"error": message})
+
+
+@dataclass
+class Exchange:
+    """One request as a handler sees it.
+
+    ``call`` runs an async function on the box's loop and returns its result;
+    ``write`` sends raw bytes on the connection (streams only); ``stopping``
+    reads true once the server is shutting down.
+    """
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    body: bytes
+    box: Box
+    call: Callable[..., Any]
+    write: Callable[[bytes], None] = field(repr=False)
+    stopping: Callable[[], bool] = field(repr=False)
+    sse_heartbeat_seconds: float = 15.0
+
+    def run(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
+        """Run ``function(*args)`` on the box's event loop and return what it returns."""
+        result: T = self.call(function, *args)
+        return result
+
+    def json_body(self) -> JsonValue:
+        """The body as JSON (an empty body reads as ``{}``); `InvalidRequest` when malformed."""
+        if not self.body.strip():
+            return {}
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRequest("malformed JSON: the body is not UTF-8") from None
+        try:
+            return parse_json_text(text)
+        except UnparsableJson as error:
+            raise InvalidRequest(f"malformed JSON: {error}") from None
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route: where, which methods, what it answers, and who serves it.
+
+    ``prefix`` routes match every path under ``match`` (the media route);
+    ``responses`` maps each status the route itself answers to its meaning;
+    ``query`` lists the query parameters (name → description, all optional
+    integers or strings as ``query_types`` says); ``request_body`` is the JSON
+    schema of the body, if it takes one.
+    """
+
+    operation_id: str
+    methods: tuple[str, ...]
+    path: str
+    match: str
+    summary: str
+    handler: Callable[[Exchange], Reply]
+    responses: Mapping[int, str]
+    prefix: bool = False
+    query: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    request_body: JsonObject | None = None
+    response_schema: JsonObject | None = None
+
+
+# --- Query parameters -----------------------------------------------------------
+
+
+def _query_strict(exchange: Exchange, allowed: tuple[str, ...]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for name, given in exchange.query.items():
+        # A parameter the route does not know is a client bug, said by name.
+        if name not in allowed:
+            raise InvalidRequest(f'unexpected query parameter "{name}"')
+        if len(given) != 1:
+            raise InvalidRequest(f'query parameter "{name}" given {len(given)} times')
+        values[name] = given[0]
+    return values
+
+
+def _int_parameter(values: Mapping[str, str], name: str) -> int | None:
+    raw = values.get(name)
+    if raw is None:
+        return None
+    # ASCII digits only: no sign, no space, no other script's digits.
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+        raise InvalidRequest(f'query parameter "{name}" must be a non-negative integer')
+    return int(raw)
+
+
+def _history_slice(values: Mapping[str, str]) -> HistorySlice:
+    """§2.4: ``tail`` alone, or ``offset`` with ``limit``; mixing them is refused."""
+    tail = _int_parameter(values, "tail")
+    offset = _int_parameter(values, "offset")
+    limit = _int_parameter(values, "limit")
+    try:
+        if tail is not None:
+            if offset is not None or limit is not None:
+                raise InvalidRequest('"tail" cannot be combined with "offset" or "limit"')
+            return TailSlice(tail)
+        if offset is None and limit is None:
+            return TailSlice(DEFAULT_HISTORY_TAIL)
+        if offset is None or limit is None:
+            raise InvalidRequest('"offset" and "limit" go together')
+        return PageSlice(offset, limit)
+    except InvalidHistorySlice as error:
+        raise InvalidRequest(str(error)) from None
+
+
+# --- Handlers -------------------------------------------------------------------
+
+
+def _send(exchange: Exchange) -> Reply:
+    request = parse_send_body(exchange.json_body())
+    outcome = exchange.run(exchange.box.send, request)
+    return JsonReply(500 if isinstance(outcome, SendFailed) else 200, outcome.body())
+
+
+_HISTORY_QUERY: Final = ("session", "tail", "offset", "limit")
+
+
+def _history(exchange: Exchange) -> Reply:
+    values = _query_strict(exchange, _HISTORY_QUERY)
+    window = _history_slice(values)
+    session_id = values.get("session") or exchange.box.session.session_id
+    if session_id is None:
+        return error_reply(404, "No chat session yet")
+    try:
+        history = exchange.run(exchange.box.history, session_id, window)
+    except InvalidSessionId:
+        raise InvalidRequest('"session" is not a session id') from None
+    return JsonReply(200, history)
+
+
+def _bootstrap(exchange: Exchange) -> Reply:
+    values = _query_strict(exchange, _HISTORY_QUERY)
+    window = _history_slice(values)
+    session = values.get("session")
+    if session == "":
+        raise InvalidRequest('"session" must not be empty')
+
+    async def bootstrap() -> Bootstrap:
+        return await exchange.box.bootstrap(session=session, window=window)
+
+    try:
+        return JsonReply(200, exchange.run(bootstrap))
+    except InvalidSessionId:
+        raise InvalidRequest('"session" is not a session id') from None
+
+
+def _media(exchange: Exchange) -> Reply:
+    raw = unquote(exchange.path[len(MEDIA_PREFIX) :])
+    try:
+        found = exchange.run(exchange.box.media, raw)
+    except (MalformedMediaRef, InvalidSessionId):
+        # §1.7: one 400 for every malformed reference, saying nothing specific.
+        return error_reply(400, "Malformed media reference")
+    if isinstance(found, MediaFound):
+        return BytesReply(200, found.media_type, found.data, MEDIA_HEADERS)
+    if found.reason == "too-large":
+        return error_reply(413, "Transcript entry too large to read")
+    return error_reply(404, "Not found")
+
+
+def _control(
+    action: Callable[[Box], Callable[[], Coroutine[Any, Any, None]]],
+) -> Callable[[Exchange], Reply]:
+    def handle(exchange: Exchange) -> Reply:
+        body = exchange.json_body()
+        if not isinstance(body, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        for name in body:
+            raise InvalidRequest(f'unexpected field "{name}"')
+        exchange.run(action(exchange.box))
+        return JsonReply(200, {"ok": True, "status": exchange.box.status()})
+
+    return handle
+
+
+def _events(exchange: Exchange) -> Reply:
+    _query_strict(exchange, ())
+    # Imported here: the event stream's loop lives with the transport.
+    from beebox_impl.http.events import stream_events  # noqa: PLC0415
+
+    return StreamReply(stream_events)
+
+
+def _openapi(exchange: Exchange) -> Reply:
+    from beebox_impl.http.openapi import openapi_document  # noqa: PLC0415
+
+    _query_strict(exchange, ())
+    return JsonReply(200, openapi_document())
+
+
+# --- The table ------------------------------------------------------------------
+
+# Answered by the transport for every /api route (beebox_impl.http.server).
+TRANSPORT_RESPONSES: Final[Mapping[int, str]] = {
+    401: "Missing or wrong token (no detail)",
+    405: "Method not allowed for this path (see the Allow header)",
+}
+BODY_RESPONSES: Final[Mapping[int, str]] = {
+    400: "Malformed JSON, or a missing or unexpected field (the message names it)",
+    411: "A body without Content-Length (chunked bodies are refused)",
+    413: "Body over the limit (32 MiB by default), refused before it is read",
+    415: "A body that is not application/json",
+}
+
+_SEND_BODY: Final[JsonObject] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["message"],
+    "properties": {
+        "message": {"type": "string"},
+        "messageId": {"type": "string", "minLength": 1, "maxLength": 200},
+        "images": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["mediaType", "data"],
+                "properties": {
+                    "mediaType": {"type": "string"},
+                    "data": {"type": "string", "contentEncoding": "base64"},
+                },
+            },
+        },
+    },
+}
+_EMPTY_BODY: Final[JsonObject] = {"type": "object", "additionalProperties": False}
+_SLICE_QUERY: Final[Mapping[str, tuple[str, str]]] = {
+    "session": ("string", "the SDK session id (default: the chat's own session)"),
+    "tail": ("integer", f"the last N entries, 1-5000 (default {DEFAULT_HISTORY_TAIL})"),
+    "offset": ("integer", "a page's first entry (with limit)"),
+    "limit": ("integer", "a page's size, 1-5000 (with offset)"),
+}
+
+
+def _control_route(name: str, verb: str, summary: str, action: Callable[[Box], Any]) -> Route:
+    return Route(
+        operation_id=f"chat{name}",
+        methods=("POST",),
+        path=f"/api/chat/{verb}",
+        match=f"/api/chat/{verb}",
+        summary=summary,
+        handler=_control(action),
+        responses={200: "Done: {ok: true, status}", **BODY_RESPONSES},
+        request_body=_EMPTY_BODY,
+    )
+
+
+ROUTES: Final[tuple[Route, ...]] = (
+    Route(
+        operation_id="chatSend",
+        methods=("POST",),
+        path="/api/chat/send",
+        match="/api/chat/send",
+        summary="Record a message (durably), then start or queue its turn",
+        handler=_send,
+        responses={
+            200: "{turnId} (a turn started), {queued: true} or {deduplicated: true}",
+            500: "Recorded, but handing it to the chat failed: {error}",
+            **BODY_RESPONSES,
+        },
+        request_body=_SEND_BODY,
+    ),
+    Route(
+        operation_id="chatHistory",
+        methods=("GET",),
+        path="/api/chat/history",
+        match="/api/chat/history",
+        summary="A slice of a session's history from its transcript (photos as references)",
+        handler=_history,
+        responses={
+            200: "SessionHistory {sessionId, entries, total}",
+            400: "A bad slice or session id",
+            404: "No session asked for and the chat has none yet",
+        },
+        query=_SLICE_QUERY,
+    ),
+    Route(
+        operation_id="chatBootstrap",
+        methods=("GET",),
+        path="/api/chat/bootstrap",
+        match="/api/chat/bootstrap",
+        summary="History and pending (accepted, maybe not yet in the transcript) side by side",
+        handler=_bootstrap,
+        responses={
+            200: "{kind: empty|unavailable|resumable, sessionId, history, label, status, pending}",
+            400: "A bad slice or session id",
+        },
+        query=_SLICE_QUERY,
+    ),
+    Route(
+        operation_id="sessionMedia",
+        methods=("GET", "HEAD"),
+        path="/api/session-media/{ref}",
+        match=MEDIA_PREFIX,
+        prefix=True,
+        summary="One photo of a transcript, by reference <sessionId>/<entryUuid>/<index>",
+        handler=_media,
+        responses={
+            200: "The image bytes (Content-Type: its media type; cached privately, immutable)",
+            400: "Malformed media reference",
+            404: "Not found",
+            413: "Transcript entry too large to read",
+        },
+    ),
+    Route(
+        operation_id="events",
+        methods=("GET",),
+        path="/api/events",
+        match="/api/events",
+        summary="Server-Sent Events: bus events and turn events, in order, with heartbeats",
+        handler=_events,
+        responses={200: "text/event-stream"},
+    ),
+    _control_route("Stop", "stop", "Stop the chat's run and clear its queue", lambda b: b.stop),
+    _control_route(
+        "Restart",
+        "restart",
+        "Close the run; the queue drains into a fresh one",
+        lambda b: b.restart,
+    ),
+    _control_route(
+        "Reset", "reset", "Stop and start a new SDK session next time", lambda b: b.reset
+    ),
+    Route(
+        operation_id="openapi",
+        methods=("GET",),
+        path="/api/openapi.json",
+        match="/api/openapi.json",
+        summary="This document",
+        handler=_openapi,
+        responses={200: "The OpenAPI 3.1 document"},
+    ),
+)
+
+
+def find_route(path: str) -> Route | None:
+    """The route serving ``path`` (any method), or None."""
+    for route in ROUTES:
+        if route.prefix:
+            if path.startswith(route.match):
+                return route
+        elif path == route.match:
+            return route
+    return None

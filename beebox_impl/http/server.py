@@ -1,0 +1,607 @@
+"""The stdlib HTTP adapter: a `ThreadingHTTPServer` in front of the box's anyio core.
+
+DESIGN.md §4; the routes and their answers are `beebox_impl.http.routes`.
+
+How it runs
+-----------
+
+`serve_box` runs inside the host's event loop (asyncio or trio). It opens an
+anyio `BlockingPortal` on that loop and runs the server's accept loop in a worker
+thread; each connection gets a thread of its own, and a handler reaches the box
+by ``portal.call`` — the box's methods run on its loop, as they would for any
+embedding host. Leaving `serve_box` shuts down cleanly: the accept loop stops,
+idle keep-alive connections are closed, event streams end at their next poll,
+requests in flight finish (their threads are joined), and only then is the box
+free to close.
+
+What the transport guards (each limit is a field of `HttpLimits`)
+-----------------------------------------------------------------
+
+- **Auth.** Every ``/api`` path needs the box token: ``Authorization: Bearer``
+  or the HttpOnly cookie ``bbx_token_<port>`` (the port is in the name because
+  browsers share cookies across ports). Compared with `hmac.compare_digest`.
+  A wrong or missing token is 401 with no detail, checked before the route is
+  looked up, so a prober learns nothing of the API. ``GET /?token=…`` (the URL
+  ``bbx serve`` prints) sets the cookie and redirects to ``/``.
+- **Bodies.** A body is read only once its ``Content-Length`` is known to be
+  within ``max_body_bytes`` (32 MiB by default, photos included): a bigger one
+  is answered 413 before a byte of it is read, and the connection is closed
+  after a short bounded drain (so the client can read the answer instead of a
+  reset). Chunked bodies are refused (411); a non-JSON body is 415.
+- **Headers.** The request line and each header line are at most
+  ``max_line_bytes`` (414 / 431), and at most ``max_header_count`` headers (431).
+- **Slow clients.** A request's line and headers must arrive within
+  ``header_timeout`` of the server starting to wait for it (this is also the
+  keep-alive idle limit), and its body within ``body_timeout``: deadlines for
+  the whole phase, not per read, so a client trickling one byte at a time
+  (slowloris) is cut off all the same. Writes time out after ``write_timeout``.
+- **Connections.** At most ``max_connections`` at once; more are answered 503.
+- **Binding.** 127.0.0.1 by default; any non-loopback address needs
+  ``allow_remote=True`` and logs a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import io
+import ipaddress
+import json
+import logging
+import math
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.to_thread
+from anyio.from_thread import BlockingPortal
+
+from beebox_impl.box import Box
+from beebox_impl.http.routes import (
+    BytesReply,
+    Exchange,
+    JsonReply,
+    Reply,
+    Route,
+    StreamReply,
+    error_reply,
+    find_route,
+)
+from beebox_impl.services.send import InvalidRequest
+
+__all__ = [
+    "DEFAULT_HOST",
+    "HttpLimits",
+    "RemoteBindRefused",
+    "RunningServer",
+    "check_host",
+    "cookie_name",
+    "serve_box",
+]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_HOST: Final = "127.0.0.1"
+_JSON_TYPE: Final = "application/json"
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """The transport's bounds (see the module doc)."""
+
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_line_bytes: int = 8 * 1024
+    max_header_count: int = 100
+    header_timeout: float = 10.0
+    body_timeout: float = 120.0
+    write_timeout: float = 30.0
+    max_connections: int = 256
+    sse_heartbeat_seconds: float = 15.0
+    linger_seconds: float = 2.0
+
+
+class RemoteBindRefused(ValueError):
+    """A non-loopback address was asked for without ``allow_remote``."""
+
+
+def cookie_name(port: int) -> str:
+    """The auth cookie of the box served on ``port``."""
+    return f"bbx_token_{port}"
+
+
+def check_host(host: str, *, allow_remote: bool) -> None:
+    """Raise `RemoteBindRefused` for a non-loopback ``host`` unless ``allow_remote``."""
+    if not allow_remote and not _is_loopback(host):
+        raise RemoteBindRefused(
+            f"refusing to listen on {host}: not a loopback address (allow it explicitly)"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _DeadlineReader(io.RawIOBase):
+    """Socket reads bounded by a deadline for the whole phase, not per read."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self._connection = connection
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self.deadline - time.monotonic()
+        # The phase's time is up: a slow client is cut off however it trickles.
+        if remaining <= 0:
+            raise TimeoutError("the client took too long to send its request")
+        self._connection.settimeout(remaining)
+        return self._connection.recv_into(buffer)
+
+
+class _App:
+    """What every handler thread shares: the box, its loop's portal, the token, the limits."""
+
+    def __init__(self, box: Box, portal: BlockingPortal, limits: HttpLimits) -> None:
+        self.box = box
+        self.portal = portal
+        self.limits = limits
+        self.port = 0
+        self._token = box.token.encode("utf-8")
+        self.stopping = threading.Event()
+
+    def token_matches(self, candidate: str) -> bool:
+        # Constant time: the comparison must not say how much of a guess was right.
+        return hmac.compare_digest(candidate.encode("utf-8"), self._token)
+
+    def authorized(self, authorization: str | None, cookie_header: str | None) -> bool:
+        if authorization is not None:
+            scheme, _, credentials = authorization.partition(" ")
+            return scheme.lower() == "bearer" and self.token_matches(credentials.strip())
+        if cookie_header is None:
+            return False
+        cookies: SimpleCookie = SimpleCookie()
+        try:
+            cookies.load(cookie_header)
+        except CookieError:
+            return False
+        morsel = cookies.get(cookie_name(self.port))
+        return morsel is not None and self.token_matches(morsel.value)
+
+
+class _Server(ThreadingHTTPServer):
+    """The threading server with a connection cap and a registry for a clean shutdown."""
+
+    daemon_threads = False
+    block_on_close = True
+    allow_reuse_address = True
+    # socketserver's default backlog of 5 resets a burst of clients.
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], app: _App) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+        self._active = 0
+        self.handlers: set[_Handler] = set()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            full = self._active >= self.app.limits.max_connections
+            if not full:
+                self._active += 1
+        if full:
+            with contextlib.suppress(OSError):
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                    b"Connection: close\r\n\r\n"
+                )
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._active -= 1
+
+    def close_idle_connections(self) -> None:
+        """Shutting down: close connections waiting for their next request."""
+        with self._lock:
+            handlers = list(self.handlers)
+        for handler in handlers:
+            if handler.idle:
+                with contextlib.suppress(OSError):
+                    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    server_version = "beebox"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body are separate writes: without this, Nagle holds the body ~40 ms.
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.idle = True
+        self._linger = False
+        self._reader = _DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self._reader, 64 * 1024)
+        with self.server._lock:
+            self.server.handlers.add(self)
+
+    def finish(self) -> None:
+        with self.server._lock:
+            self.server.handlers.discard(self)
+        try:
+            if self._linger:
+                self._drain_and_close()
+        finally:
+            super().finish()
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("%s %s", self.address_string(), format % args)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        _log.info("%s %s", self.address_string(), format % args)
+
+    # --- Reading the request ---------------------------------------------------------
+
+    def handle_one_request(self) -> None:
+        limits = self.server.app.limits
+        self._reader.deadline = time.monotonic() + limits.header_timeout
+        self.idle = True
+        try:
+            line = self.rfile.readline(limits.max_line_bytes + 1)
+            self.idle = False
+            if not line:
+                self.close_connection = True
+                return
+            self.raw_requestline = line
+            self.requestline = line[:200].decode("latin-1").rstrip("\r\n")
+            if len(line) > limits.max_line_bytes:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            head = self._read_head(limits)
+            if head is None:
+                return
+            # parse_request reads the headers from rfile: hand it the bounded copy.
+            real, self.rfile = self.rfile, io.BufferedReader(io.BytesIO(head))
+            try:
+                parsed = self.parse_request()
+            finally:
+                self.rfile = real
+            if not parsed:
+                return
+            self._dispatch()
+            self.wfile.flush()
+        except TimeoutError as error:
+            self.log_error("request timed out: %r", error)
+            self.close_connection = True
+        except (ConnectionError, BrokenPipeError):
+            self.close_connection = True
+
+    def _read_head(self, limits: HttpLimits) -> bytes | None:
+        lines: list[bytes] = []
+        while True:
+            line = self.rfile.readline(limits.max_line_bytes + 1)
+            if len(line) > limits.max_line_bytes:
+                self._early_error(431, "Header line too long")
+                return None
+            lines.append(line)
+            if line in (b"\r\n", b"\n", b""):
+                return b"".join(lines)
+            if len(lines) > limits.max_header_count:
+                self._early_error(431, "Too many headers")
+                return None
+
+    def _early_error(self, status: int, message: str) -> None:
+        # Before parse_request the version is unknown: answer as HTTP/1.1 and close.
+        self.request_version = "HTTP/1.1"
+        self.command = ""
+        self.close_connection = True
+        self._send_reply(error_reply(status, message))
+
+    def _read_body(self) -> bytes | JsonReply:
+        app = self.server.app
+        if self.headers.get("Transfer-Encoding") is not None:
+            self.close_connection = True
+            return error_reply(411, "Length Required: send the body with a Content-Length")
+        lengths = self.headers.get_all("Content-Length") or []
+        if not lengths:
+            return b""
+        raw = lengths[0].strip()
+        if len(set(lengths)) != 1 or not raw.isascii() or not raw.isdigit():
+            self.close_connection = True
+            return error_reply(400, "Invalid Content-Length")
+        length = int(raw)
+        if length > app.limits.max_body_bytes:
+            # Refused on the header alone; the body is never read (only drained on close).
+            self.close_connection = True
+            self._linger = True
+            return error_reply(
+                413, f"Request body too large (limit {app.limits.max_body_bytes} bytes)"
+            )
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if length and content_type != _JSON_TYPE:
+            self.close_connection = True
+            self._linger = True
+            return error_reply(415, "Content-Type must be application/json")
+        self._reader.deadline = time.monotonic() + app.limits.body_timeout
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise ConnectionError("the client closed the connection mid-body")
+        return body
+
+    def _drain_and_close(self) -> None:
+        # A lingering close: say FIN, then swallow what the client still sends, briefly.
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + self.server.app.limits.linger_seconds
+            while (remaining := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(remaining)
+                if not self.connection.recv(64 * 1024):
+                    break
+
+    # --- Routing -------------------------------------------------------------------
+
+    # Every method the routes might name comes to the one dispatcher (405 if not allowed).
+    def do_GET(self) -> None:
+        self._dispatch_parsed()
+
+    def do_HEAD(self) -> None:
+        self._dispatch_parsed()
+
+    def do_POST(self) -> None:
+        self._dispatch_parsed()
+
+    def do_PUT(self) -> None:
+        self._dispatch_parsed()
+
+    def do_PATCH(self) -> None:
+        self._dispatch_parsed()
+
+    def do_DELETE(self) -> None:
+        self._dispatch_parsed()
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch_parsed()
+
+    def _dispatch(self) -> None:
+        method = f"do_{self.command}"
+        if not hasattr(self, method):
+            self.close_connection = True
+            self._send_reply(error_reply(501, f"Unsupported method {self.command}"))
+            return
+        getattr(self, method)()
+
+    def _dispatch_parsed(self) -> None:
+        app = self.server.app
+        if app.stopping.is_set():
+            self.close_connection = True
+        url = urlsplit(self.path)
+        path = url.path
+        if path == "/":
+            self._send_reply(self._page(url.query))
+            return
+        if path != "/api" and not path.startswith("/api/"):
+            self._send_reply(error_reply(404, "Not found"))
+            return
+        if not app.authorized(self.headers.get("Authorization"), self.headers.get("Cookie")):
+            self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
+            self._send_reply(
+                JsonReply(401, {"error": "Unauthorized"}, (("WWW-Authenticate", "Bearer"),))
+            )
+            return
+        route = find_route(path)
+        if route is None:
+            self._send_reply(error_reply(404, "Not found"))
+            return
+        if self.command not in route.methods:
+            self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
+            allow = (("Allow", ", ".join(route.methods)),)
+            self._send_reply(JsonReply(405, {"error": "Method not allowed"}, allow))
+            return
+        body = self._read_body()
+        if isinstance(body, JsonReply):
+            self._send_reply(body)
+            return
+        self._send_reply(self._run(route, path, url.query, body))
+
+    def _run(self, route: Route, path: str, query: str, body: bytes) -> Reply:
+        app = self.server.app
+        exchange = Exchange(
+            method=self.command,
+            path=path,
+            query=parse_qs(query, keep_blank_values=True),
+            body=body,
+            box=app.box,
+            call=app.portal.call,
+            write=self._write_stream,
+            stopping=app.stopping.is_set,
+            sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
+        )
+        try:
+            return route.handler(exchange)
+        except InvalidRequest as error:
+            return error_reply(400, str(error))
+        except Exception:
+            _log.exception("%s %s failed", self.command, path)
+            return error_reply(500, "Internal error")
+
+    def _page(self, query: str) -> Reply:
+        app = self.server.app
+        if self.command not in ("GET", "HEAD"):
+            return JsonReply(405, {"error": "Method not allowed"}, (("Allow", "GET, HEAD"),))
+        given = parse_qs(query).get("token")
+        if given is not None:
+            if len(given) != 1 or not app.token_matches(given[0]):
+                return JsonReply(401, {"error": "Unauthorized"})
+            cookie = f"{cookie_name(app.port)}={given[0]}; HttpOnly; SameSite=Strict; Path=/"
+            # Redirect so the token leaves the address bar and the history.
+            return BytesReply(
+                303, "text/plain; charset=utf-8", b"", (("Location", "/"), ("Set-Cookie", cookie))
+            )
+        return BytesReply(200, "text/html; charset=utf-8", _PAGE, (("Cache-Control", "no-store"),))
+
+    # --- Writing -------------------------------------------------------------------
+
+    def _write_stream(self, data: bytes) -> None:
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_reply(self, reply: Reply) -> None:
+        self.connection.settimeout(self.server.app.limits.write_timeout)
+        if isinstance(reply, StreamReply):
+            self._send_stream(reply)
+            return
+        if isinstance(reply, JsonReply):
+            data = json.dumps(reply.body, ensure_ascii=False, separators=(",", ":")).encode()
+            headers: tuple[tuple[str, str], ...] = (
+                ("Content-Type", "application/json; charset=utf-8"),
+                ("Cache-Control", "no-store"),
+                ("X-Content-Type-Options", "nosniff"),
+                *reply.headers,
+            )
+        else:
+            data = reply.data
+            headers = (("Content-Type", reply.content_type), *reply.headers)
+        self.send_response(reply.status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _send_stream(self, reply: StreamReply) -> None:
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Accel-Buffering", "no")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        app = self.server.app
+        exchange = Exchange(
+            method=self.command,
+            path=self.path,
+            query={},
+            body=b"",
+            box=app.box,
+            call=app.portal.call,
+            write=self._write_stream,
+            stopping=app.stopping.is_set,
+            sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
+        )
+        with contextlib.suppress(ConnectionError, TimeoutError, OSError):
+            reply.stream(exchange)
+
+
+_PAGE: Final = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>beebox</title></head>
+<body>
+<h1>beebox</h1>
+<p>This box is running. Its API is described at
+<a href="/api/openapi.json">/api/openapi.json</a> (see docs/http.md).</p>
+</body></html>
+"""
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """A server `serve_box` started: where it listens, and the URL that logs a browser in."""
+
+    host: str
+    port: int
+    token: str
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def login_url(self) -> str:
+        """The URL ``bbx serve`` prints: opening it sets the auth cookie."""
+        return f"{self.base_url}/?token={self.token}"
+
+
+@asynccontextmanager
+async def serve_box(
+    box: Box,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = 0,
+    limits: HttpLimits | None = None,
+    allow_remote: bool = False,
+    on_stop: Callable[[], None] | None = None,
+) -> AsyncIterator[RunningServer]:
+    """Serve ``box`` over HTTP on ``host:port`` (0: any free port) until the block exits.
+
+    Refuses a non-loopback ``host`` unless ``allow_remote`` (then warns: the token
+    is the only guard, and it travels in clear text without TLS in front).
+    """
+    check_host(host, allow_remote=allow_remote)
+    if not _is_loopback(host):
+        _log.warning(
+            "listening on %s: anyone who can reach it and has the token can use this box;"
+            " put TLS in front of it",
+            host,
+        )
+    limits = limits if limits is not None else HttpLimits()
+    async with BlockingPortal() as portal:
+        app = _App(box, portal, limits)
+        server = await anyio.to_thread.run_sync(_Server, (host, port), app)
+        app.port = int(server.server_address[1])
+        running = RunningServer(host, app.port, box.token)
+        async with anyio.create_task_group() as task_group:
+            # Its own limiter: the accept loop must not hold one of the box's worker tokens.
+            task_group.start_soon(
+                partial(
+                    anyio.to_thread.run_sync,
+                    server.serve_forever,
+                    0.1,
+                    limiter=anyio.CapacityLimiter(1),
+                )
+            )
+            try:
+                yield running
+            finally:
+                with anyio.CancelScope(shield=True):
+                    app.stopping.set()
+                    if on_stop is not None:
+                        on_stop()
+                    await anyio.to_thread.run_sync(server.shutdown)
+                    server.close_idle_connections()
+                    # Joins every handler thread: requests in flight finish first.
+                    await anyio.to_thread.run_sync(server.server_close)

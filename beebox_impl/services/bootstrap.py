@@ -1,0 +1,144 @@
+"""`chat.bootstrap`: what a page that has just loaded needs, both records side by side.
+
+Spec sources: `original-facts.md` §2.3 (the output union) and §2.2
+(`readAcceptedMessages`: the pending read), `chat-history.md` ("Two records").
+
+The answer carries the **transcript** (``history``: durable) and the
+**acceptance record** (``pending``: owed) separately; nothing here compares
+them — the client joins them with `reconcile_pending`. The kinds:
+
+- ``empty`` — no session asked for and the chat has none yet: ``pending`` holds
+  the session-less sends (a message that opened a new chat, before the engine
+  assigned its id);
+- ``unavailable`` — a session with no transcript here
+  (``reason: "missing-local-transcript"``);
+- ``resumable`` — the session's history slice, and ``pending`` baselined
+  against exactly those entries.
+
+The pending read is `beebox_spec.reconcile.read_accepted_messages` over the last
+`ACCEPTED_SCAN_LIMIT` ``chat-user-message`` rows, with the box's clock. ``label``
+is the husk's editorial title, which this box does not write yet: null.
+``status`` is the whole-box chat's state (ours: the original's is not recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from beebox_impl.services.history import ChatHistoryService, HistorySlice
+from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.clock import SessionClock
+from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, AcceptanceStore
+from beebox_spec.entries import PendingMessage, SessionHistory
+from beebox_spec.reconcile import (
+    ACCEPTED_SCAN_LIMIT,
+    HistoryMarker,
+    accepted_row_from_bus,
+    read_accepted_messages,
+)
+
+__all__ = ["Bootstrap", "ChatBootstrapService", "ChatStatus"]
+
+
+class ChatStatus(TypedDict):
+    """The whole-box chat's state: phase, busy, running, and how many texts are queued."""
+
+    phase: str
+    busy: bool
+    running: bool
+    queued: int
+
+
+class Bootstrap(TypedDict):
+    """`chat.bootstrap`'s answer (§2.3); ``reason`` and ``huskPath`` only when unavailable."""
+
+    kind: Literal["empty", "unavailable", "resumable"]
+    sessionId: str | None
+    history: SessionHistory | None
+    label: str | None
+    status: ChatStatus
+    pending: list[PendingMessage]
+
+
+class UnavailableBootstrap(Bootstrap):
+    reason: Literal["missing-local-transcript", "deletion-in-progress"]
+    huskPath: str | None
+
+
+class ChatBootstrapService:
+    """Answers `chat.bootstrap` for the whole-box chat."""
+
+    def __init__(
+        self,
+        *,
+        session: ChatSession,
+        history: ChatHistoryService,
+        acceptance: AcceptanceStore,
+        clock: SessionClock,
+    ) -> None:
+        self._session = session
+        self._history = history
+        self._acceptance = acceptance
+        self._clock = clock
+
+    def status(self) -> ChatStatus:
+        """The chat's state now."""
+        return {
+            "phase": self._session.phase.value,
+            "busy": self._session.busy,
+            "running": self._session.running,
+            "queued": len(self._session.queue),
+        }
+
+    async def pending(
+        self, session_id: str | None, viewer_email: str | None, history: list[HistoryMarker]
+    ) -> list[PendingMessage]:
+        """The sends accepted for ``session_id`` that may still be owed (§2.2)."""
+        rows = await self._acceptance.recent_events(CHAT_USER_MESSAGE, ACCEPTED_SCAN_LIMIT)
+        accepted = [accepted_row_from_bus(row.row_id, row.payload) for row in rows]
+        return read_accepted_messages(
+            accepted, session_id, self._clock.now(), viewer_email, history
+        )
+
+    async def bootstrap(
+        self, *, session: str | None, window: HistorySlice, viewer_email: str | None = None
+    ) -> Bootstrap:
+        """The bootstrap of ``session`` (None: the chat's own session, if it has one).
+
+        Raises `InvalidSessionId` for a session id that could not name a transcript.
+        """
+        session_id = session if session is not None else self._session.session_id
+        status = self.status()
+        if session_id is None:
+            return {
+                "kind": "empty",
+                "sessionId": None,
+                "history": None,
+                "label": None,
+                "status": status,
+                "pending": await self.pending(None, viewer_email, []),
+            }
+        if not await self._history.has_transcript(session_id):
+            unavailable: UnavailableBootstrap = {
+                "kind": "unavailable",
+                "sessionId": session_id,
+                "history": None,
+                "label": None,
+                "status": status,
+                "reason": "missing-local-transcript",
+                "huskPath": None,
+                "pending": await self.pending(session_id, viewer_email, []),
+            }
+            return unavailable
+        history = await self._history.history(session_id, window)
+        markers: list[HistoryMarker] = [
+            {"uuid": entry["uuid"], "timestamp": entry["timestamp"]} for entry in history["entries"]
+        ]
+        return {
+            "kind": "resumable",
+            "sessionId": session_id,
+            "history": history,
+            "label": None,
+            "status": status,
+            "pending": await self.pending(session_id, viewer_email, markers),
+        }

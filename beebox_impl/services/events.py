@@ -1,0 +1,113 @@
+"""The box's event stream: bus events and turn events, one order, one sequence.
+
+What `GET /api/events` (Server-Sent Events) and embedding hosts listen to. Two
+sources feed one `BoxEventHub`, each event numbered as it is published, so every
+listener sees the same events in the same order:
+
+- **bus events** — ``chat-user-message`` once a send is recorded (its bus row id
+  and payload), ``chat-turn`` when a send started a turn (its ``turnId``);
+- **turn events** — the whole-box chat's session events
+  (`beebox_impl.session.events`), relayed by `relay_chat_events`: ``session-id``,
+  ``message`` (an adapted SDK message), ``task``, ``done``, ``turn-text``,
+  ``close``, ``start-failed``.
+
+Delivery is `EventFanout`'s: publishing never waits, and a listener that falls
+more than its buffer behind is cut off (its stream ends) rather than shown a
+stream with a hole in it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import cast
+
+from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.events import (
+    DEFAULT_EVENT_BUFFER,
+    ChatEvent,
+    Closed,
+    Done,
+    EventFanout,
+    EventSubscription,
+    Message,
+    SessionIdAssigned,
+    StartFailed,
+    Task,
+    TurnText,
+)
+from beebox_spec.entries import JsonObject
+
+__all__ = ["BoxEvent", "BoxEventHub", "chat_event_data", "relay_chat_events"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BoxEvent:
+    """One event: its place in the box's order (from 1), its name and its JSON data."""
+
+    seq: int
+    name: str
+    data: JsonObject
+
+
+class BoxEventHub:
+    """Numbers events and hands each to every listener (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._fanout = EventFanout[BoxEvent]()
+        self._last_seq = 0
+
+    def publish(self, name: str, data: JsonObject) -> BoxEvent:
+        """Number ``data`` as event ``name`` and hand it to every listener now."""
+        self._last_seq += 1
+        event = BoxEvent(self._last_seq, name, data)
+        self._fanout.publish(event)
+        return event
+
+    def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
+        """Listen from the next event on."""
+        return self._fanout.subscribe(max_buffer)
+
+    def close(self) -> None:
+        """End every listener's stream (the box is closing)."""
+        self._fanout.close()
+
+
+def chat_event_data(event: ChatEvent) -> JsonObject:
+    """A chat session event's data as the event stream carries it."""
+    match event:
+        case SessionIdAssigned(session_id=session_id):
+            return {"sessionId": session_id}
+        case Message(message=message) | Task(message=message):
+            # The adapted messages are JSON objects typed as TypedDicts.
+            return {"message": cast(JsonObject, message)}
+        case Done():
+            return {}
+        case TurnText(text=text):
+            return {"text": text}
+        case Closed(code=code):
+            return {"code": code}
+        case StartFailed(reason=reason, failed_text=failed_text):
+            return {"reason": reason, "failedText": failed_text}
+
+
+async def relay_chat_events(
+    session: ChatSession, hub: BoxEventHub, events: EventSubscription[ChatEvent]
+) -> None:
+    """Publish the session's events on ``hub`` until the session closes.
+
+    ``events`` is a subscription taken before the relay task started (so nothing
+    the session says in between is missed). Should the relay itself fall a whole
+    buffer behind, it says so with an ``events-lost`` event and listens again.
+    """
+    while True:
+        with events:
+            async for event in events:
+                hub.publish(event.name, chat_event_data(event))
+            if not events.overflowed:
+                return
+        _log.warning("the event relay fell behind; some turn events were lost")
+        hub.publish("events-lost", {})
+        events = session.subscribe()

@@ -1,0 +1,129 @@
+"""`chat.history` and the media route's read: transcripts of the box, read off the loop.
+
+Spec sources: `original-facts.md` §2.4 (history shapes: tail or page, ``total``; a
+session with no readable log reads as empty) and §1.7 (one photo by reference,
+read only from the box's own transcripts).
+
+The reading itself is `beebox_impl.transcript` (proven equal to the spec); this
+service finds the file (`beebox_impl.transcript.location.transcript_path`, which
+refuses an id that is not the reference grammar's), runs the blocking read in a
+worker thread, and keeps one `TranscriptIndexCache` for the box so a second read
+of a long transcript costs what its slice costs. With the box's `IndexShelf`
+behind the cache, and `keep_indexes_current` bringing the chat's index up to
+date after every turn (reading only the bytes the turn appended), even the first
+read after a restart, or of a chat nobody has opened since it grew, costs what
+its slice costs: only a transcript the box has never seen is read whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import anyio.to_thread
+
+from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.events import ChatEvent, Done, EventSubscription
+from beebox_impl.transcript import (
+    MediaFound,
+    MediaMissing,
+    PageSlice,
+    TailSlice,
+    TranscriptIndexCache,
+    fetch_media,
+    read_history,
+)
+from beebox_impl.transcript.lines import open_transcript
+from beebox_impl.transcript.location import InvalidSessionId, transcript_path
+from beebox_spec.entries import SessionHistory
+from beebox_spec.media import MediaRef
+
+__all__ = [
+    "DEFAULT_HISTORY_TAIL",
+    "ChatHistoryService",
+    "HistorySlice",
+    "index_current",
+    "keep_indexes_current",
+]
+
+_log = logging.getLogger(__name__)
+
+# What a history request without a slice reads (the CLI's default too).
+DEFAULT_HISTORY_TAIL = 50
+
+HistorySlice = TailSlice | PageSlice
+
+
+class ChatHistoryService:
+    """History slices and photos of one box's transcripts."""
+
+    def __init__(
+        self, box_root: Path, projects_root: Path, cache: TranscriptIndexCache | None = None
+    ) -> None:
+        self._box_root = box_root
+        self._projects_root = projects_root
+        self.cache = cache if cache is not None else TranscriptIndexCache()
+
+    def transcript_path(self, session_id: str) -> Path:
+        """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
+        return transcript_path(self._box_root, session_id, self._projects_root)
+
+    async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+        """The slice of ``session_id``'s history (empty when it has no readable transcript)."""
+        path = self.transcript_path(session_id)
+        return await anyio.to_thread.run_sync(
+            lambda: read_history(path, session_id, window, cache=self.cache)
+        )
+
+    async def has_transcript(self, session_id: str) -> bool:
+        """Is there a transcript file for ``session_id``?"""
+        path = self.transcript_path(session_id)
+        return await anyio.to_thread.run_sync(os.path.isfile, path)
+
+    async def index_transcript(self, session_id: str) -> None:
+        """Bring ``session_id``'s index up to date (and shelve it), reading what is new."""
+        path = self.transcript_path(session_id)
+        await anyio.to_thread.run_sync(lambda: index_current(path, self.cache))
+
+    async def media(self, ref: MediaRef) -> MediaFound | MediaMissing:
+        """The photo ``ref`` names, or why there is none."""
+        path = self.transcript_path(ref["sessionId"])
+        return await anyio.to_thread.run_sync(lambda: fetch_media(path, ref, cache=self.cache))
+
+
+def index_current(path: Path, cache: TranscriptIndexCache) -> None:
+    """Build or extend the index of the transcript at ``path``, if there is one."""
+    try:
+        file = open_transcript(path)
+    except OSError:
+        return
+    if file is None:
+        return
+    with file:
+        cache.index_for(path, file)
+
+
+async def keep_indexes_current(
+    session: ChatSession, history: ChatHistoryService, events: EventSubscription[ChatEvent]
+) -> None:
+    """After each turn, index what it appended to the chat's transcript.
+
+    ``events`` is a subscription taken before this task started. A turn's end is
+    when its lines are on disk (the engine writes them before its ``result``);
+    indexing then costs the turn's bytes, and the next history read, in this
+    process or (through the shelf) the next one, finds the index current.
+    """
+    while True:
+        with events:
+            async for event in events:
+                session_id = session.session_id
+                if isinstance(event, Done) and session_id is not None:
+                    try:
+                        await history.index_transcript(session_id)
+                    except InvalidSessionId:
+                        _log.debug("not indexing session %r: not a transcript id", session_id)
+            if not events.overflowed:
+                return
+        # Fell a buffer behind: the next turn's indexing reads whatever was missed.
+        events = session.subscribe()

@@ -1,0 +1,275 @@
+"""`chat.send`: record a message, then hand it to the chat session.
+
+Spec sources: `chat-history.md` ("Two records of a message": *recording it IS
+acceptance*) and `original-facts.md` §2.1 (`POST /api/chat/send`).
+
+The flow of `ChatSendService.send`, top to bottom:
+
+1. **Dedup in flight.** A request whose ``messageId`` another request of this box
+   is still handling waits for that request and answers with *its* outcome.
+2. **Attribution.** The sender, when there is one, is named in the message's
+   opening tag (`beebox_spec.reconcile.inject_user_attr`).
+3. **Record.** The ``chat-user-message`` bus row, the photos and the id's claim
+   are committed in one transaction (`AcceptanceStore.record_user_message`); an
+   id already claimed answers `Deduplicated` and changes nothing. The bus event is
+   published once the row is on disk.
+4. **Hand over**, in one step (`ChatSession.send_or_enqueue`): a session that
+   takes the turn starts it, its run in the background if it has none (answer
+   `TurnStarted` with a fresh ``turnId``, also published as ``chat-turn``); one
+   that refuses it (busy, or in the close window) queues the text (answer
+   `Queued`), with no await between refusal and queueing for a turn to end in. If
+   the open run fails the send (it is dying), the text is queued for the fresh
+   run its close starts: a recorded message is never dropped.
+
+Any failure after the record answers `SendFailed` (HTTP 500) to this request
+and to every request waiting on its id; the claim stays, so a retry with the
+same id answers ``{deduplicated: true}`` — the message is in the record.
+
+The request body (`parse_send_body`) is strict: ``message`` (a string),
+``messageId`` (optional, 1–200 characters) and ``images`` (optional list of
+``{"mediaType", "data"}``, ``data`` base64, ``mediaType`` one the media route can
+serve); any other field is refused by name.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, TypeAlias
+
+import anyio
+
+from beebox_impl.services.attachments import photo_marker, without_markers
+from beebox_impl.services.events import BoxEventHub
+from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.clock import SessionClock
+from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment
+from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import BeeboxError
+from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.media import SERVABLE_MEDIA_TYPES
+from beebox_spec.reconcile import inject_user_attr
+
+__all__ = [
+    "MAX_MESSAGE_ID_CHARS",
+    "ChatSendService",
+    "Deduplicated",
+    "InvalidRequest",
+    "Queued",
+    "SendFailed",
+    "SendOutcome",
+    "SendRequest",
+    "Sender",
+    "TurnStarted",
+    "parse_send_body",
+]
+
+# Ours: a message id is a client's token, not a document.
+MAX_MESSAGE_ID_CHARS: Final = 200
+_SEND_FIELDS: Final = ("message", "messageId", "images")
+_IMAGE_FIELDS: Final = ("mediaType", "data")
+
+
+class InvalidRequest(BeeboxError):
+    """A request body or query the box refuses; the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who sent a message, when the host knows (named in the message's opening tag)."""
+
+    email: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """One send: the text, the client's message id, the photos (decoded)."""
+
+    message: str
+    message_id: str | None = None
+    images: tuple[Attachment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Deduplicated:
+    """The id was claimed already: nothing recorded, nothing sent."""
+
+    def body(self) -> JsonObject:
+        return {"deduplicated": True}
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """Recorded, and queued for the session's next turn."""
+
+    def body(self) -> JsonObject:
+        return {"queued": True}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """Recorded, and taken as a turn (its run starting in the background)."""
+
+    turn_id: str
+
+    def body(self) -> JsonObject:
+        return {"turnId": self.turn_id}
+
+
+@dataclass(frozen=True, slots=True)
+class SendFailed:
+    """Something failed after the record; the message is recorded (HTTP 500)."""
+
+    error: str
+
+    def body(self) -> JsonObject:
+        return {"error": self.error}
+
+
+SendOutcome: TypeAlias = Deduplicated | Queued | TurnStarted | SendFailed
+
+
+def _field_list(body: dict[str, JsonValue], allowed: tuple[str, ...], where: str) -> None:
+    for name in body:
+        # Strict: a field the box does not know is a client bug, said by name.
+        if name not in allowed:
+            raise InvalidRequest(f'unexpected field "{where}{name}"')
+
+
+def _parse_image(position: int, value: JsonValue) -> Attachment:
+    where = f"images[{position}]"
+    if not isinstance(value, dict):
+        raise InvalidRequest(f'"{where}" must be an object')
+    _field_list(value, _IMAGE_FIELDS, f"{where}.")
+    for name in _IMAGE_FIELDS:
+        if name not in value:
+            raise InvalidRequest(f'missing field "{where}.{name}"')
+    media_type, data = value["mediaType"], value["data"]
+    # Only a type the media route would serve back as itself.
+    if not isinstance(media_type, str) or media_type not in SERVABLE_MEDIA_TYPES:
+        allowed = ", ".join(sorted(SERVABLE_MEDIA_TYPES))
+        raise InvalidRequest(f'"{where}.mediaType" must be one of {allowed}')
+    if not isinstance(data, str) or not data:
+        raise InvalidRequest(f'"{where}.data" must be a non-empty base64 string')
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(f'"{where}.data" is not valid base64') from None
+    return Attachment(media_type, decoded)
+
+
+def parse_send_body(body: JsonValue) -> SendRequest:
+    """The send request a JSON body holds, or `InvalidRequest` naming the field."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    _field_list(body, _SEND_FIELDS, "")
+    if "message" not in body:
+        raise InvalidRequest('missing field "message"')
+    message = body["message"]
+    if not isinstance(message, str):
+        raise InvalidRequest('"message" must be a string')
+    message_id = body.get("messageId")
+    if message_id is not None and (
+        not isinstance(message_id, str) or not 0 < len(message_id) <= MAX_MESSAGE_ID_CHARS
+    ):
+        raise InvalidRequest(f'"messageId" must be a string of 1-{MAX_MESSAGE_ID_CHARS} characters')
+    raw_images = body.get("images", [])
+    if not isinstance(raw_images, list):
+        raise InvalidRequest('"images" must be a list')
+    images = tuple(_parse_image(position, value) for position, value in enumerate(raw_images))
+    # A send must say or show something.
+    if not message and not images:
+        raise InvalidRequest('"message" must not be empty')
+    return SendRequest(message, message_id, images)
+
+
+@dataclass(eq=False)
+class _InFlight:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: SendOutcome = field(default_factory=lambda: SendFailed("send did not finish"))
+
+
+def _new_turn_id() -> str:
+    return str(uuid.uuid4())
+
+
+class ChatSendService:
+    """The box's send (see the module doc). Call it from the box's event loop."""
+
+    def __init__(
+        self,
+        *,
+        session: ChatSession,
+        acceptance: AcceptanceStore,
+        events: BoxEventHub,
+        clock: SessionClock,
+        new_turn_id: Callable[[], str] = _new_turn_id,
+    ) -> None:
+        self._session = session
+        self._acceptance = acceptance
+        self._events = events
+        self._clock = clock
+        self._new_turn_id = new_turn_id
+        self._in_flight: dict[str, _InFlight] = {}
+
+    async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
+        """Record ``request`` and hand it to the session; see the module doc."""
+        message_id = request.message_id
+        if message_id is None:
+            return await self._send(request, sender)
+        # Rule 1: a concurrent duplicate gets the in-flight request's own answer.
+        running = self._in_flight.get(message_id)
+        if running is not None:
+            await running.done.wait()
+            return running.outcome
+        mine = self._in_flight[message_id] = _InFlight()
+        try:
+            mine.outcome = await self._send(request, sender)
+            return mine.outcome
+        finally:
+            del self._in_flight[message_id]
+            mine.done.set()
+
+    async def _send(self, request: SendRequest, sender: Sender | None) -> SendOutcome:
+        now = self._clock.now()
+        text = without_markers(request.message)
+        message = text if sender is None else inject_user_attr(text, sender.email, sender.name)
+        payload: JsonObject = {
+            "sessionId": self._session.session_id,
+            "message": message,
+            "user": None if sender is None else {"email": sender.email, "name": sender.name},
+            "timestamp": to_iso_timestamp(now),
+        }
+        recorded = await self._acceptance.record_user_message(
+            payload, message_id=request.message_id, now=now, attachments=request.images
+        )
+        if isinstance(recorded, AlreadyClaimed):
+            return Deduplicated()
+        self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})
+        turn_text = message + (photo_marker(recorded.row_id) if request.images else "")
+        try:
+            return await self._hand_over(turn_text, recorded.row_id)
+        except Exception as error:
+            # Recorded but not handed over: the record (pending) still shows it.
+            return SendFailed(str(error) or type(error).__name__)
+
+    async def _hand_over(self, turn_text: str, row_id: int) -> SendOutcome:
+        try:
+            # One step: a turn ending between a refused send and an enqueue would
+            # otherwise strand the text in the queue of an idle session.
+            accepted = await self._session.send_or_enqueue(turn_text)
+        except anyio.ClosedResourceError:
+            raise
+        except Exception:
+            # The open run is dying; queued, the text rides the fresh run its close starts.
+            await self._session.enqueue(turn_text)
+            return Queued()
+        if not accepted:
+            return Queued()
+        turn_id = self._new_turn_id()
+        self._events.publish("chat-turn", {"turnId": turn_id, "id": row_id})
+        return TurnStarted(turn_id)

@@ -1,0 +1,210 @@
+"""The acceptance record: a send is on disk before it is answered.
+
+Spec sources: `chat-history.md` ("Two records of a message") and
+`original-facts.md` §2.1 steps 6–7 (`claimMessageId`, `recordUserMessage`,
+`MESSAGE_ID_TTL_MS`), §2.2 (the bus read); DESIGN.md §5 (claims are SQLite rows
+in the same transaction as the bus row, not a JSON file rewritten per send).
+
+The rules
+---------
+
+1. **One transaction.** `AcceptanceStore.record_user_message` writes the
+   ``chat-user-message`` bus row, the photos the send carried, and the durable
+   message-id claim in one SQLite transaction (WAL, ``synchronous=FULL``), which
+   is committed when the call returns. So after a crash either all of them are on
+   disk or none is: a send that was answered 200 is in the bus exactly once, and
+   an id never names two rows (the claim's primary key is the id).
+2. **Claims expire.** Claims older than `MESSAGE_ID_TTL` (7 days) are purged in
+   that same transaction, before the id is looked up: an id reused after a week
+   is a new message.
+3. **A claimed id is a duplicate.** When the id is already claimed the
+   transaction writes nothing and the call answers `AlreadyClaimed`; the send
+   route answers ``{deduplicated: true}``. (Two requests *in flight* with one id
+   are the send service's concern: the second waits for the first's answer.)
+4. **The bus is read newest-last.** `recent_events` returns the last *n* rows of
+   one event, oldest first, as the original's ``eventBus.readRecent`` does.
+
+Photos are kept (``chat_attachments``) because the turn that carries them to the
+engine may start later than the answer — after a queue drain, or after a
+restart — and the session's queue holds only text. They are dropped with the
+claims, after `MESSAGE_ID_TTL`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from beebox_impl.store.database import BoxDatabase
+from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import InvariantError
+
+__all__ = [
+    "CHAT_USER_MESSAGE",
+    "MESSAGE_ID_TTL",
+    "AcceptanceStore",
+    "AlreadyClaimed",
+    "Attachment",
+    "BusRow",
+    "Recorded",
+    "epoch_ms",
+]
+
+# §2.1 `MESSAGE_ID_TTL_MS`: how long a message id stays claimed.
+MESSAGE_ID_TTL: Final = timedelta(days=7)
+
+# §2.1 step 7: the bus event a send records.
+CHAT_USER_MESSAGE: Final = "chat-user-message"
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the epoch of a zone-aware moment."""
+    # A naive time names no instant: a caller bug.
+    if moment.tzinfo is None:
+        raise InvariantError(f"a moment must be timezone-aware: {moment!r}")
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """One photo a send carried: its media type and its decoded bytes."""
+
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The send is recorded: its bus row id."""
+
+    row_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlreadyClaimed:
+    """The message id was claimed already (by the send recorded as ``row_id``)."""
+
+    row_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BusRow:
+    """One bus row: its id, event name and JSON payload."""
+
+    row_id: int
+    event: str
+    payload: JsonValue
+
+
+def _payload_text(payload: JsonObject) -> str:
+    # Compact and exact: the row is read back by `accepted_row_from_bus`.
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class AcceptanceStore:
+    """The acceptance record of one box, in its `BoxDatabase` (see the module doc)."""
+
+    def __init__(self, database: BoxDatabase) -> None:
+        self._database = database
+
+    async def record_user_message(
+        self,
+        payload: JsonObject,
+        *,
+        message_id: str | None,
+        now: datetime,
+        attachments: Sequence[Attachment] = (),
+    ) -> Recorded | AlreadyClaimed:
+        """Rules 1–3: record the send and claim its id in one committed transaction."""
+        now_ms = epoch_ms(now)
+        expired_before = now_ms - int(MESSAGE_ID_TTL.total_seconds() * 1000)
+        text = _payload_text(payload)
+        photos = tuple(attachments)
+
+        def record(connection: sqlite3.Connection) -> Recorded | AlreadyClaimed:
+            # Rule 2: expired claims (and their photos) go first.
+            connection.execute(
+                "DELETE FROM message_claims WHERE claimed_at_ms < ?", (expired_before,)
+            )
+            connection.execute(
+                "DELETE FROM chat_attachments WHERE created_at_ms < ?", (expired_before,)
+            )
+            if message_id is not None:
+                claimed = connection.execute(
+                    "SELECT bus_row_id FROM message_claims WHERE message_id = ?", (message_id,)
+                ).fetchone()
+                # Rule 3: the id is taken; write nothing.
+                if claimed is not None:
+                    return AlreadyClaimed(int(claimed[0]))
+            cursor = connection.execute(
+                "INSERT INTO bus_events (event, payload, created_at_ms) VALUES (?, ?, ?)",
+                (CHAT_USER_MESSAGE, text, now_ms),
+            )
+            assert cursor.lastrowid is not None
+            row_id = cursor.lastrowid
+            connection.executemany(
+                "INSERT INTO chat_attachments"
+                " (bus_row_id, position, media_type, data, created_at_ms)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (row_id, position, photo.media_type, photo.data, now_ms)
+                    for position, photo in enumerate(photos)
+                ],
+            )
+            if message_id is not None:
+                connection.execute(
+                    "INSERT INTO message_claims (message_id, claimed_at_ms, bus_row_id)"
+                    " VALUES (?, ?, ?)",
+                    (message_id, now_ms, row_id),
+                )
+            return Recorded(row_id)
+
+        return await self._database.write(record)
+
+    async def recent_events(self, event: str, limit: int) -> list[BusRow]:
+        """Rule 4: the last ``limit`` rows of ``event``, oldest first."""
+        rows = await self._database.read(
+            lambda c: c.execute(
+                "SELECT id, event, payload FROM bus_events WHERE event = ?"
+                " ORDER BY id DESC LIMIT ?",
+                (event, limit),
+            ).fetchall()
+        )
+        return [
+            BusRow(int(row_id), str(name), _parse(text)) for row_id, name, text in reversed(rows)
+        ]
+
+    async def attachments(self, row_id: int) -> list[Attachment]:
+        """The photos the send recorded as ``row_id`` carried, in order (none once expired)."""
+        rows = await self._database.read(
+            lambda c: c.execute(
+                "SELECT media_type, data FROM chat_attachments WHERE bus_row_id = ?"
+                " ORDER BY position",
+                (row_id,),
+            ).fetchall()
+        )
+        return [Attachment(str(media_type), bytes(data)) for media_type, data in rows]
+
+    async def claimed_row(self, message_id: str) -> int | None:
+        """The bus row id that claimed ``message_id``, or None."""
+        row = await self._database.read(
+            lambda c: c.execute(
+                "SELECT bus_row_id FROM message_claims WHERE message_id = ?", (message_id,)
+            ).fetchone()
+        )
+        return None if row is None else int(row[0])
+
+
+def _parse(text: object) -> JsonValue:
+    # The store wrote every payload itself; anything else reads as no payload.
+    if not isinstance(text, str):
+        return None
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError:
+        return None
+    return value

@@ -1,0 +1,240 @@
+"""HTTP benchmark: sends and history tails over loopback, each beside its baseline.
+
+What is measured, in one run (figures printed, never asserted):
+
+- ``POST /api/chat/send`` — sends/second and p50/p99 latency with 1 and with 16
+  concurrent clients (each client one keep-alive connection, each send a fresh
+  ``messageId``), against a fresh box on the EchoEngine; beside it the
+  **baseline**: a bare `ThreadingHTTPServer` answering every POST a fixed 200,
+  driven the same way. The target: send p50 ≤ 3 × baseline p50 + one fsync (the
+  fsync is measured on the box's disk in the same run and printed too).
+- ``GET /api/chat/history?tail=200`` on the ~150 MB transcript of
+  `bench/generate_transcript.py` (2,000 lines, 150 photos), warm, beside the
+  **baseline**: the same tail read in-process (`read_history` with a warm index
+  cache). The target: HTTP p50 ≤ 1.5 × in-process p50.
+
+Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
+fewer requests, for a smoke run).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on the path and its name would hide
+# the standard library's `http`: look there last (only for generate_transcript).
+_BENCH = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH] + [str(_BENCH)]
+
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from typing import Any  # noqa: E402
+
+import anyio  # noqa: E402
+import anyio.to_thread  # noqa: E402
+from generate_transcript import generate_transcript  # noqa: E402
+
+from beebox_impl.box import Box  # noqa: E402
+from beebox_impl.http import serve_box  # noqa: E402
+from beebox_impl.transcript import TailSlice, TranscriptIndexCache, read_history  # noqa: E402
+from beebox_impl.transcript.location import project_dir  # noqa: E402
+
+
+class _Connection(http.client.HTTPConnection):
+    """A client connection without Nagle's delay (headers and body are two writes)."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _Fixed200(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _drive(
+    port: int, clients: int, per_client: int, request: Callable[[http.client.HTTPConnection], None]
+) -> tuple[float, list[float], int]:
+    """Run ``clients`` threads doing ``per_client`` requests each: (seconds, latencies, failed)."""
+    latencies: list[float] = []
+    failed = 0
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def client() -> None:
+        nonlocal failed
+        connection = _Connection("127.0.0.1", port, timeout=60)
+        mine: list[float] = []
+        errors = 0
+        barrier.wait()
+        for _ in range(per_client):
+            started = time.perf_counter()
+            try:
+                request(connection)
+            except Exception:
+                errors += 1
+                connection.close()
+                connection = _Connection("127.0.0.1", port, timeout=60)
+                continue
+            mine.append(time.perf_counter() - started)
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+            failed += errors
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, latencies, failed
+
+
+def _post_send(token: str | None) -> Callable[[http.client.HTTPConnection], None]:
+    def request(connection: http.client.HTTPConnection) -> None:
+        body = json.dumps({"message": "bench", "messageId": str(uuid.uuid4())})
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        connection.request("POST", "/api/chat/send", body=body, headers=headers)
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"status {response.status}")
+
+    return request
+
+
+def _get(path: str, token: str) -> Callable[[http.client.HTTPConnection], None]:
+    def request(connection: http.client.HTTPConnection) -> None:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"status {response.status}")
+
+    return request
+
+
+def _line(label: str, seconds: float, latencies: list[float], failed: int) -> str:
+    rate = len(latencies) / seconds if seconds else 0.0
+    return (
+        f"  {label:<34} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
+        f"   p99 {_percentile(latencies, 0.99) * 1000:7.3f} ms   failed {failed}"
+    )
+
+
+def _fsync_seconds(folder: Path) -> float:
+    samples = []
+    path = folder / "fsync-probe"
+    with open(path, "wb") as out:
+        for _ in range(50):
+            out.write(b"x" * 512)
+            started = time.perf_counter()
+            os.fsync(out.fileno())
+            samples.append(time.perf_counter() - started)
+    path.unlink()
+    return statistics.median(samples)
+
+
+async def _run(folder: Path, quick: bool) -> None:
+    sends = 100 if quick else 1000
+    history_requests = 20 if quick else 200
+    projects = folder / "projects"
+    print(f"fsync p50 on the box's disk: {_fsync_seconds(folder) * 1000:.3f} ms")
+
+    ThreadingHTTPServer.request_queue_size = 128  # as the box's server: no backlog resets
+    baseline = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed200)
+    baseline.daemon_threads = True
+    threading.Thread(target=baseline.serve_forever, daemon=True).start()
+    print("POST /api/chat/send")
+    try:
+        for clients in (1, 16):
+            per_client = max(1, sends // clients)
+            seconds, latencies, failed = await anyio.to_thread.run_sync(
+                _drive, baseline.server_address[1], clients, per_client, _post_send(None)
+            )
+            print(_line(f"baseline fixed 200, {clients} client(s)", seconds, latencies, failed))
+    finally:
+        baseline.shutdown()
+        baseline.server_close()
+
+    async with (
+        Box.open(folder / "box", projects_root=projects) as box,
+        serve_box(box, port=0) as running,
+    ):
+        for clients in (1, 16):
+            per_client = max(1, sends // clients)
+            seconds, latencies, failed = await anyio.to_thread.run_sync(
+                _drive, running.port, clients, per_client, _post_send(box.token)
+            )
+            print(_line(f"box send, {clients} client(s)", seconds, latencies, failed))
+
+        print("GET /api/chat/history?tail=200")
+        target = project_dir(box.root, projects)
+        target.mkdir(parents=True, exist_ok=True)
+        generated = await anyio.to_thread.run_sync(
+            lambda: generate_transcript(target, photos=15 if quick else 150)
+        )
+        print(f"  transcript: {generated.size_bytes / 1e6:.1f} MB, {generated.line_count} lines")
+        cache = TranscriptIndexCache()
+        read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
+        in_process: list[float] = []
+        for _ in range(history_requests):
+            started = time.perf_counter()
+            read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
+            in_process.append(time.perf_counter() - started)
+        print(_line("baseline in-process tail=200", sum(in_process), in_process, 0))
+        path = f"/api/chat/history?session={generated.session_id}&tail=200"
+        await anyio.to_thread.run_sync(_drive, running.port, 1, 1, _get(path, box.token))
+        seconds, latencies, failed = await anyio.to_thread.run_sync(
+            _drive, running.port, 1, history_requests, _get(path, box.token)
+        )
+        print(_line("box history tail=200 over HTTP", seconds, latencies, failed))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="small configuration for a smoke run")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bbx-bench-http-") as folder:
+        anyio.run(_run, Path(folder), args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""A `bbx serve` on a temporary box, for running the `http/*` vectors against it.
+
+`python -m conformance --serve` (and `nox -s conformance`) starts the box's own
+server as a separate process, exactly as a person would (`bbx serve --port 0`,
+its transcripts in the temporary folder too), reads the URL and token from the
+one line it prints, and stops it with SIGTERM when the run is done.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+__all__ = ["ServeFailed", "served_box"]
+
+_READY_PREFIX: Final = "beebox serving "
+_STOP_TIMEOUT_S: Final = 30
+
+
+class ServeFailed(RuntimeError):
+    """`bbx serve` did not come up (its stderr is in the message)."""
+
+
+@contextmanager
+def served_box() -> Iterator[tuple[str, str]]:
+    """``(base URL, token)`` of a `bbx serve` on a fresh temporary box."""
+    with tempfile.TemporaryDirectory(prefix="bbx-conformance-serve-") as folder:
+        root = Path(folder)
+        env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(root / "projects")}
+        command = [sys.executable, "-m", "beebox_impl.cli", "serve"]
+        process = subprocess.Popen(
+            [*command, "--box", str(root / "box"), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            line = process.stdout.readline()
+            if not line.startswith(_READY_PREFIX):
+                process.kill()
+                raise ServeFailed(f"bbx serve did not start: {process.stderr.read().strip()}")
+            # "beebox serving <box> at <url>/?token=<token>"
+            url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+            yield url, token
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=_STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            process.stdout.close()
+            process.stderr.close()

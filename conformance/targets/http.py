@@ -1,0 +1,161 @@
+"""The `http` target: `http/exchange` vectors against a live host over HTTP.
+
+``python -m conformance --url URL --token T [PATHS...]`` sends each case's
+requests, in order, to the host at ``URL`` with ``Authorization: Bearer T`` and
+compares what came back with the case's ``expect`` — one ``{"status", "json"?,
+"headers"?}`` per request, of which only the listed JSON keys (of an object; any
+other JSON value is compared whole) and the listed headers (names in lower case)
+are compared (CONFORMANCE.md, `http/exchange`).
+
+A request is ``{"method", "path", "json"?}``, with three optional keys beyond
+CONFORMANCE.md's table, for what a JSON body cannot say: ``"body"`` (a raw
+request body, as a string: malformed JSON), ``"headers"`` (extra request
+headers) and ``"auth": false`` (send no token).
+
+``setup`` (all keys optional) prepares the host before the requests:
+
+- ``{"photo": {"mediaType", "data"}}`` — sends one message carrying that photo
+  (base64 ``data``), waits until the host's history (``GET
+  /api/chat/bootstrap``) shows it stripped with a reference, and binds that
+  reference: every ``{photoRef}`` in a request path is replaced by it.
+
+Hosts keep state between cases (a conformance run is one conversation with a
+live box), so a vector expects only what holds on any box: a send's body is
+compared only where it cannot depend on the chat being busy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import time
+import uuid
+from functools import partial
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from conformance.targets import HandlerTable
+
+__all__ = ["HttpHost", "http_handlers", "project_exchange"]
+
+# How long a setup waits for the host's engine to write a photo to its transcript.
+_SETUP_TIMEOUT: Final = 60.0
+_REQUEST_TIMEOUT: Final = 60.0
+
+
+class HttpHost:
+    """A live host: its address and token."""
+
+    def __init__(self, url: str, token: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or parts.hostname is None:
+            raise ValueError(f"not an http:// URL: {url!r}")
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.token = token
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request on a fresh connection: status, headers (lower-case names), body."""
+        sent = dict(headers or {})
+        if auth:
+            sent.setdefault("Authorization", f"Bearer {self.token}")
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=_REQUEST_TIMEOUT)
+        try:
+            # The host may answer before taking the whole body (413): read that answer.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                connection.request(method, path, body=body, headers=sent)
+            response = connection.getresponse()
+            data = response.read()
+            return (
+                response.status,
+                {name.lower(): value for name, value in response.getheaders()},
+                data,
+            )
+        finally:
+            connection.close()
+
+
+def _send_photo(host: HttpHost, photo: Any) -> str:
+    nonce = f"conformance photo {uuid.uuid4()}"
+    body = json.dumps({"message": nonce, "images": [photo]}).encode("utf-8")
+    status, _, answer = host.request(
+        "POST", "/api/chat/send", body=body, headers={"Content-Type": "application/json"}
+    )
+    if status != 200:
+        raise RuntimeError(f"setup: sending the photo answered {status}: {answer[:200]!r}")
+    deadline = time.monotonic() + _SETUP_TIMEOUT
+    while time.monotonic() < deadline:
+        status, _, answer = host.request("GET", "/api/chat/bootstrap?tail=50")
+        history = json.loads(answer).get("history") if status == 200 else None
+        for entry in (history or {}).get("entries", []):
+            texts = [b.get("text", "") for b in entry["content"] if b.get("type") == "text"]
+            if entry["type"] == "user" and any(nonce in text for text in texts):
+                for block in entry["content"]:
+                    if block.get("type") == "image" and "imageRef" in block:
+                        return str(block["imageRef"])
+        time.sleep(0.1)
+    raise RuntimeError("setup: the photo never reached the host's history")
+
+
+def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
+    setup = case_input.get("setup") or {}
+    bindings: dict[str, str] = {}
+    if "photo" in setup:
+        bindings["{photoRef}"] = _send_photo(host, setup["photo"])
+    answers: list[dict[str, Any]] = []
+    for request in case_input["requests"]:
+        path = request["path"]
+        for name, value in bindings.items():
+            path = path.replace(name, value)
+        headers = dict(request.get("headers") or {})
+        body: bytes | None = None
+        if "json" in request:
+            body = json.dumps(request["json"], ensure_ascii=False).encode("utf-8")
+            headers.setdefault("Content-Type", "application/json")
+        elif "body" in request:
+            body = request["body"].encode("utf-8")
+        status, got_headers, data = host.request(
+            request["method"], path, body=body, headers=headers, auth=request.get("auth", True)
+        )
+        answer: dict[str, Any] = {"status": status, "headers": got_headers}
+        if got_headers.get("content-type", "").startswith("application/json") and data:
+            answer["json"] = json.loads(data)
+        answers.append(answer)
+    return answers
+
+
+def _project(expect: Any, got: Any) -> Any:
+    # Only the listed keys of an expected object are compared.
+    if isinstance(expect, dict) and isinstance(got, dict):
+        return {key: got[key] for key in expect if key in got}
+    return got
+
+
+def project_exchange(expect: Any, got: Any) -> Any:
+    """``got`` cut down to what ``expect`` lists (the `http/exchange` comparison rule)."""
+    if not isinstance(expect, list) or not isinstance(got, list):
+        return got
+    projected: list[Any] = []
+    for index, answer in enumerate(got):
+        wanted = expect[index] if index < len(expect) and isinstance(expect[index], dict) else {}
+        kept: dict[str, Any] = {"status": answer["status"]}
+        if "json" in wanted:
+            kept["json"] = _project(wanted["json"], answer.get("json"))
+        if "headers" in wanted:
+            kept["headers"] = _project(wanted["headers"], answer["headers"])
+        projected.append(kept)
+    return projected
+
+
+def http_handlers(url: str, token: str) -> HandlerTable:
+    """The kinds a live host answers: `http/exchange`."""
+    return {"http/exchange": partial(_exchange, HttpHost(url, token))}

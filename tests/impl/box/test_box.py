@@ -1,0 +1,126 @@
+"""`bbx init` / `init_box`, the token, the schedule card, `Box.open`, the acceptance record."""
+
+from __future__ import annotations
+
+import json
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from beebox_impl.box import SCHEDULE_CARD_DEFAULTS, Box, BoxPaths, NotABoxError, init_box
+from beebox_impl.cli import main as bbx
+from beebox_impl.services.send import SendRequest
+from beebox_impl.session.clock import ManualClock
+from beebox_impl.store.acceptance import (
+    CHAT_USER_MESSAGE,
+    MESSAGE_ID_TTL,
+    AcceptanceStore,
+    AlreadyClaimed,
+    Attachment,
+    Recorded,
+)
+from beebox_impl.store.database import BoxDatabase
+
+START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+
+
+def test_init_makes_the_layout_with_a_private_token(tmp_path: Path) -> None:
+    paths = init_box(tmp_path / "box")
+    assert paths.husk_dir.is_dir()
+    assert paths.review_state_dir.is_dir()
+    assert stat.S_IMODE(paths.token.stat().st_mode) == 0o600
+    assert stat.S_IMODE(paths.state_dir.stat().st_mode) == 0o700
+    assert len(paths.token.read_text().strip()) >= 40
+    card = paths.schedule_card.read_text()
+    assert card.startswith("---\n")
+    assert "enabled: false" in card
+    assert "cron: 0 4 * * *" in card
+
+
+def test_init_is_idempotent_and_keeps_box_owned_fields(tmp_path: Path) -> None:
+    paths = init_box(tmp_path / "box")
+    token = paths.token.read_text()
+    edited = paths.schedule_card.read_text().replace("enabled: false", "enabled: true  # mine")
+    edited = edited.replace("cron: 0 4 * * *\n", "")
+    paths.schedule_card.write_text(edited + "my notes\n")
+    paths.token.chmod(0o644)
+    assert bbx(["init", str(tmp_path / "box")]) == 0
+    again = BoxPaths(paths.root)
+    assert again.token.read_text() == token
+    card = again.schedule_card.read_text()
+    assert "enabled: true  # mine" in card
+    # A missing default is added back; the body the boxholder wrote stays.
+    assert "cron: 0 4 * * *" in card
+    assert card.endswith("---\nmy notes\n")
+    init_box(paths.root)
+    assert again.schedule_card.read_text() == card
+    assert {key for key, _ in SCHEDULE_CARD_DEFAULTS} <= {
+        line.split(":")[0] for line in card.splitlines() if ":" in line
+    }
+
+
+@pytest.mark.anyio
+async def test_open_refuses_a_folder_that_is_not_a_box_when_told_not_to_create(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(NotABoxError):
+        async with Box.open(tmp_path / "nothing", create=False):
+            pass
+    async with Box.open(tmp_path / "made", projects_root=tmp_path / "p") as box:
+        assert box.token == box.paths.token.read_text().strip()
+        assert box.paths.database.is_file()
+
+
+@pytest.mark.anyio
+async def test_record_claims_once_in_one_transaction_and_claims_expire(tmp_path: Path) -> None:
+    init_box(tmp_path)
+    async with await BoxDatabase.open(tmp_path) as database:
+        store = AcceptanceStore(database)
+        photo = Attachment("image/png", b"\x89PNG")
+        first = await store.record_user_message(
+            {"message": "a"}, message_id="m-1", now=START, attachments=[photo]
+        )
+        assert isinstance(first, Recorded)
+        again = await store.record_user_message({"message": "a"}, message_id="m-1", now=START)
+        assert again == AlreadyClaimed(first.row_id)
+        plain = await store.record_user_message({"message": "b"}, message_id=None, now=START)
+        assert isinstance(plain, Recorded)
+        rows = await store.recent_events(CHAT_USER_MESSAGE, 50)
+        assert [row.payload for row in rows] == [{"message": "a"}, {"message": "b"}]
+        assert await store.attachments(first.row_id) == [photo]
+        assert await store.claimed_row("m-1") == first.row_id
+        # Exactly at the TTL the claim still holds; a millisecond past, the id is new.
+        at_ttl = await store.record_user_message(
+            {"message": "a"}, message_id="m-1", now=START + MESSAGE_ID_TTL
+        )
+        assert isinstance(at_ttl, AlreadyClaimed)
+        later = START + MESSAGE_ID_TTL + timedelta(milliseconds=1)
+        reused = await store.record_user_message({"message": "c"}, message_id="m-1", now=later)
+        assert isinstance(reused, Recorded)
+        assert await store.attachments(first.row_id) == []
+        last = await store.recent_events(CHAT_USER_MESSAGE, 1)
+        assert [row.payload for row in last] == [{"message": "c"}]
+
+
+@pytest.mark.anyio
+async def test_a_failed_record_writes_nothing(tmp_path: Path) -> None:
+    init_box(tmp_path)
+    async with await BoxDatabase.open(tmp_path) as database:
+        store = AcceptanceStore(database)
+        with pytest.raises(ValueError, match="Out of range float"):
+            await store.record_user_message({"message": float("nan")}, message_id="m-2", now=START)
+        assert await store.claimed_row("m-2") is None
+        assert await store.recent_events(CHAT_USER_MESSAGE, 5) == []
+
+
+@pytest.mark.anyio
+async def test_the_box_clock_dates_the_bus_row(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    async with Box.open(tmp_path / "box", clock=clock, projects_root=tmp_path / "p") as box:
+        await box.send(SendRequest("dated"))
+        (row,) = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 5)
+        assert isinstance(row.payload, dict)
+        assert row.payload["timestamp"] == "2026-08-01T12:00:00.000Z"
+        assert json.dumps(row.payload["sessionId"]) == "null"

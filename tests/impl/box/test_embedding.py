@@ -1,0 +1,41 @@
+"""The two examples of docs/embedding.md run as written, each in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "embedding.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def test_the_doc_has_an_asyncio_and_a_trio_example() -> None:
+    assert len(BLOCKS) == 2
+    assert "asyncio.run(" in BLOCKS[0]
+    assert "trio.run(" in BLOCKS[1]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["asyncio", "trio"])
+def test_the_example_runs(index: int, tmp_path: Path) -> None:
+    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "unused")}
+    result = subprocess.run(
+        [sys.executable, "-c", BLOCKS[index]],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    if index == 0:
+        assert 'the agent said: You said: "hello from asyncio"' in result.stdout
+        assert "['user', 'assistant']" in result.stdout
+    else:
+        assert "the box answered {'turnId':" in result.stdout
+        assert "/?token=" in result.stdout

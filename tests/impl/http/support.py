@@ -1,0 +1,202 @@
+"""Helpers for the HTTP tests: a box served on 127.0.0.1:0, a blocking client, engines.
+
+The server runs on the test's event loop (asyncio or trio) exactly as `bbx serve`
+runs it; the client is `http.client` in a worker thread, so requests cross a real
+socket and reach the box through the server's portal.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from beebox_impl.box import Box
+from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.protocol import Engine, Run, StartOptions, TurnContent
+from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
+from beebox_spec.entries import JsonObject
+
+# A photo the strip takes out of the read: its line is over the 256 KiB oversize mark.
+PHOTO_BYTES = bytes(range(256)) * 1200
+PHOTO_BASE64 = base64.b64encode(PHOTO_BYTES).decode("ascii")
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Client:
+    """A blocking client of one served box; call it from a worker thread."""
+
+    host: str
+    port: int
+    token: str
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        timeout: float = 30,
+    ) -> Response:
+        sent_headers = dict(headers or {})
+        if auth:
+            sent_headers.setdefault("Authorization", f"Bearer {self.token}")
+        if json_body is not None:
+            body = json.dumps(json_body).encode("utf-8")
+            sent_headers.setdefault("Content-Type", "application/json")
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.request(method, path, body=body, headers=sent_headers)
+            answer = connection.getresponse()
+            data = answer.read()
+            return Response(answer.status, {k.lower(): v for k, v in answer.getheaders()}, data)
+        finally:
+            connection.close()
+
+    async def call(
+        self, method: str, path: str, limiter: anyio.CapacityLimiter | None = None, **options: Any
+    ) -> Response:
+        """`request` from async code, in a worker thread (``limiter``: not the box's threads)."""
+        return await anyio.to_thread.run_sync(
+            lambda: self.request(method, path, **options), limiter=limiter
+        )
+
+    def raw(self, data: bytes, *, read_timeout: float = 10) -> bytes:
+        """Send raw bytes on a fresh connection; everything the server says until it closes."""
+        with socket.create_connection((self.host, self.port), timeout=read_timeout) as sock:
+            sock.sendall(data)
+            chunks = []
+            while True:
+                try:
+                    chunk = sock.recv(65536)
+                except (ConnectionResetError, TimeoutError):
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+
+def fixed_clock() -> Callable[[], datetime]:
+    return lambda: datetime.now(UTC)
+
+
+@asynccontextmanager
+async def served_box(
+    tmp_path: Path,
+    *,
+    engine: Engine | None = None,
+    limits: HttpLimits | None = None,
+) -> AsyncIterator[tuple[Box, Client, RunningServer]]:
+    """A fresh box under ``tmp_path`` served on 127.0.0.1:0 (EchoEngine by default)."""
+    projects = tmp_path / "projects"
+    chosen = engine if engine is not None else EchoEngine(projects, fixed_clock())
+    async with (
+        Box.open(tmp_path / "box", engine=chosen, projects_root=projects) as box,
+        serve_box(box, port=0, limits=limits) as running,
+    ):
+        yield box, Client(running.host, running.port, box.token), running
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.005)
+
+
+async def wait_idle(box: Box) -> None:
+    """Until the chat has a session, no turn in flight and nothing queued."""
+    await wait_until(
+        lambda: (
+            box.session.session_id is not None and not box.session.busy and not box.session.queue
+        )
+    )
+
+
+class GatedRun:
+    """A run whose turns' ``result`` messages wait for `GatedEngine.release`."""
+
+    def __init__(self, run: Run, engine: GatedEngine) -> None:
+        self._run = run
+        self._engine = engine
+
+    @property
+    def closed(self) -> bool:
+        return self._run.closed
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        return _GatedMessages(self._run.messages(), self._engine)
+
+    async def send(self, content: TurnContent) -> None:
+        self._engine.turns.append(content)
+        await self._run.send(content)
+
+    async def interrupt(self) -> None:
+        await self._run.interrupt()
+
+    async def close(self) -> None:
+        await self._run.close()
+
+
+class _GatedMessages:
+    # A plain iterator, not a generator: nothing to finalize when the pump stops.
+    def __init__(self, inner: AsyncIterator[JsonObject], engine: GatedEngine) -> None:
+        self._inner = inner
+        self._engine = engine
+
+    def __aiter__(self) -> _GatedMessages:
+        return self
+
+    async def __anext__(self) -> JsonObject:
+        message = await self._inner.__anext__()
+        if message.get("type") == "result":
+            await self._engine.wait_turn_released()
+        return message
+
+
+class GatedEngine:
+    """Wraps an engine: each turn ends only when the test releases it; records every turn."""
+
+    def __init__(self, inner: Engine, *, gated: bool = True) -> None:
+        self._inner = inner
+        self.gated = gated
+        self.turns: list[TurnContent] = []
+        self._released = 0
+        self._ended = 0
+        self._changed = anyio.Event()
+
+    async def start(self, options: StartOptions) -> GatedRun:
+        return GatedRun(await self._inner.start(options), self)
+
+    def release(self) -> None:
+        self._released += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_turn_released(self) -> None:
+        while self.gated and self._released <= self._ended:
+            await self._changed.wait()
+        self._ended += 1

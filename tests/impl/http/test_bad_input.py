@@ -1,0 +1,264 @@
+"""Bad input gets a clear error and loses nothing; auth; bounds; the OpenAPI document."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from beebox_impl.box import Box
+from beebox_impl.http.openapi import openapi_document
+from beebox_impl.http.routes import ROUTES
+from beebox_impl.http.server import HttpLimits, RemoteBindRefused, cookie_name, serve_box
+from tests.impl.http.support import served_box
+
+pytestmark = pytest.mark.anyio
+
+SEND = "/api/chat/send"
+
+
+async def _bus_rows(box: Box) -> int:
+    row = await box.database.read(lambda c: c.execute("SELECT count(*) FROM bus_events").fetchone())
+    return int(row[0])
+
+
+async def test_malformed_json_and_fields_are_400_naming_the_problem(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        cases = [
+            (b"{not json", "malformed JSON"),
+            (b'{"message": NaN}', "malformed JSON"),
+            (b"[1]", "the request body must be a JSON object"),
+            (b"{}", 'missing field "message"'),
+            (b'{"message": "x", "mood": 1}', 'unexpected field "mood"'),
+            (b'{"message": 3}', '"message" must be a string'),
+            (b'{"message": ""}', '"message" must not be empty'),
+            (b'{"message": "x", "messageId": ""}', '"messageId" must be a string'),
+            (b'{"message": "x", "images": [{"mediaType": "image/png"}]}', '"images[0].data"'),
+            (
+                b'{"message": "x", "images": [{"mediaType": "text/html", "data": "QQ=="}]}',
+                '"images[0].mediaType" must be one of',
+            ),
+            (
+                b'{"message": "x", "images": [{"mediaType": "image/png", "data": "!!"}]}',
+                '"images[0].data" is not valid base64',
+            ),
+        ]
+        for body, message in cases:
+            answer = await client.call(
+                "POST", SEND, body=body, headers={"Content-Type": "application/json"}
+            )
+            assert answer.status == 400, body
+            assert message in answer.json()["error"], (body, answer.json())
+        # Nothing was recorded by any of them.
+        assert await _bus_rows(box) == 0
+        query = await client.call("GET", "/api/chat/history?tail=1&offset=2")
+        assert query.status == 400
+        assert "tail" in query.json()["error"]
+        unknown = await client.call("GET", "/api/chat/bootstrap?colour=red")
+        assert (unknown.status, unknown.json()) == (
+            400,
+            {"error": 'unexpected query parameter "colour"'},
+        )
+        too_many = await client.call("GET", "/api/chat/bootstrap?tail=0")
+        assert too_many.status == 400
+
+
+async def test_auth_status_codes(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, running):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic x"}):
+            answer = await client.call("GET", "/api/chat/bootstrap", headers=headers, auth=False)
+            assert (answer.status, answer.json()) == (401, {"error": "Unauthorized"})
+        # Unknown /api paths are 401 too without a token: nothing about the API leaks.
+        hidden = await client.call("GET", "/api/nowhere", auth=False)
+        assert hidden.status == 401
+        sent = await client.call("POST", SEND, json_body={"message": "x"}, auth=False)
+        assert sent.status == 401
+        assert await _bus_rows(box) == 0
+        # The printed URL logs a browser in with an HttpOnly cookie, then redirects.
+        login = await client.call("GET", f"/?token={box.token}", auth=False)
+        assert login.status == 303
+        assert login.headers["location"] == "/"
+        cookie = login.headers["set-cookie"]
+        assert cookie.startswith(f"{cookie_name(running.port)}={box.token};")
+        assert "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        with_cookie = await client.call(
+            "GET",
+            "/api/chat/bootstrap",
+            auth=False,
+            headers={"Cookie": f"{cookie_name(running.port)}={box.token}"},
+        )
+        assert with_cookie.status == 200
+        other_port = await client.call(
+            "GET", "/api/chat/bootstrap", auth=False, headers={"Cookie": f"bbx_token_1={box.token}"}
+        )
+        assert other_port.status == 401
+        wrong_login = await client.call("GET", "/?token=nope", auth=False)
+        assert wrong_login.status == 401
+        page = await client.call("GET", "/", auth=False)
+        assert page.status == 200
+        assert page.headers["content-type"].startswith("text/html")
+
+
+async def test_unknown_route_404_and_wrong_method_405(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (_, client, _):
+        missing = await client.call("GET", "/api/chat/nothing")
+        assert (missing.status, missing.json()) == (404, {"error": "Not found"})
+        outside = await client.call("GET", "/favicon.ico")
+        assert outside.status == 404
+        wrong = await client.call("GET", SEND)
+        assert (wrong.status, wrong.json()) == (405, {"error": "Method not allowed"})
+        assert wrong.headers["allow"] == "POST"
+        media = await client.call("POST", "/api/session-media/a/b/0", json_body={})
+        assert media.status == 405
+        assert media.headers["allow"] == "GET, HEAD"
+        delete = await client.call("DELETE", "/api/chat/history")
+        assert delete.status == 405
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "..%2F..%2Fetc/u/0",
+        "s/../0",
+        "s/u/0/1",
+        "s/u",
+        "s.1/u/0",
+        "s/u/1000",
+        "s/u/-1",
+        "s/u/01x",
+        "",
+        "s//0",
+        "%2e%2e/u/0",
+        "s/u/0%2F",
+    ],
+)
+async def test_malformed_media_refs_are_one_400(tmp_path: Path, ref: str) -> None:
+    async with served_box(tmp_path) as (_, client, _):
+        answer = await client.call("GET", f"/api/session-media/{ref}")
+        assert (answer.status, answer.json()) == (400, {"error": "Malformed media reference"})
+
+
+async def test_an_oversized_body_is_413_before_it_is_read(tmp_path: Path) -> None:
+    limits = HttpLimits(max_body_bytes=1024)
+    async with served_box(tmp_path, limits=limits) as (box, client, _):
+        # Claim 1 GiB and send none of it: the answer comes on the header alone.
+        head = (
+            f"POST {SEND} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {box.token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n"
+        ).encode()
+        started = time.monotonic()
+        answer = await anyio.to_thread.run_sync(client.raw, head)
+        assert answer.startswith(b"HTTP/1.1 413 ")
+        assert b"Request body too large" in answer
+        assert time.monotonic() - started < 5
+        # A client that sends the whole big body still reads the 413.
+        big = await client.call(
+            "POST",
+            SEND,
+            body=b'{"message":"' + b"x" * 5000 + b'"}',
+            headers={"Content-Type": "application/json"},
+        )
+        assert big.status == 413
+        assert await _bus_rows(box) == 0
+        chunked = (
+            f"POST {SEND} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {box.token}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ).encode()
+        assert (await anyio.to_thread.run_sync(client.raw, chunked)).startswith(b"HTTP/1.1 411 ")
+        form = await client.call(
+            "POST", SEND, body=b"message=x", headers={"Content-Type": "text/plain"}
+        )
+        assert form.status == 415
+
+
+async def test_header_bounds(tmp_path: Path) -> None:
+    limits = HttpLimits(max_line_bytes=256, max_header_count=10)
+    async with served_box(tmp_path, limits=limits) as (_, client, _):
+        long_line = b"GET /api/" + b"a" * 300 + b" HTTP/1.1\r\n\r\n"
+        assert (await anyio.to_thread.run_sync(client.raw, long_line)).startswith(b"HTTP/1.1 414 ")
+        long_header = b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 300 + b"\r\n\r\n"
+        assert (await anyio.to_thread.run_sync(client.raw, long_header)).startswith(
+            b"HTTP/1.1 431 "
+        )
+        many = b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(20)) + b"\r\n"
+        assert (await anyio.to_thread.run_sync(client.raw, many)).startswith(b"HTTP/1.1 431 ")
+
+
+async def test_a_slow_client_cannot_hold_a_worker(tmp_path: Path) -> None:
+    limits = HttpLimits(header_timeout=0.5)
+    async with served_box(tmp_path, limits=limits) as (_, client, _):
+
+        def trickle() -> float:
+            started = time.monotonic()
+            with socket.create_connection((client.host, client.port), timeout=5) as sock:
+                # One byte every 0.1 s never trips a per-read timeout, only the deadline.
+                for byte in b"GET /api/chat/bootstrap HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+                    try:
+                        sock.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                    time.sleep(0.1)
+                    sock.setblocking(False)
+                    try:
+                        if sock.recv(1) == b"":
+                            break
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        break
+                    finally:
+                        sock.setblocking(True)
+            return time.monotonic() - started
+
+        elapsed = await anyio.to_thread.run_sync(trickle)
+        assert elapsed < 3
+
+
+async def test_non_loopback_needs_an_explicit_flag(tmp_path: Path) -> None:
+    async with Box.open(tmp_path / "box", projects_root=tmp_path / "p") as box:
+        with pytest.raises(RemoteBindRefused):
+            async with serve_box(box, host="0.0.0.0"):
+                pass
+
+
+async def test_openapi_document_matches_the_route_table(tmp_path: Path) -> None:
+    document = openapi_document()
+    assert document["openapi"] == "3.1.0"
+    paths = document["paths"]
+    assert isinstance(paths, dict)
+    assert set(paths) == {route.path for route in ROUTES}
+    for route in ROUTES:
+        operations = paths[route.path]
+        assert isinstance(operations, dict)
+        assert set(operations) == {method.lower() for method in route.methods}
+        for operation in operations.values():
+            assert isinstance(operation, dict)
+            responses = operation["responses"]
+            assert isinstance(responses, dict)
+            assert {"401", "405"} <= set(responses)
+            assert {str(status) for status in route.responses} <= set(responses)
+    async with served_box(tmp_path) as (_, client, _):
+        served = await client.call("GET", "/api/openapi.json")
+        assert served.status == 200
+        assert served.json() == document
+        # Every documented operation is routed, and answers a status it documents.
+        for route in ROUTES:
+            if route.operation_id == "events":
+                continue
+            path = route.path.replace("{ref}", "s/u/0")
+            for method in route.methods:
+                body = {"message": "x"} if route.operation_id == "chatSend" else None
+                answer = await client.call(method, path, json_body=body)
+                operations = paths[route.path]
+                assert isinstance(operations, dict)
+                operation = operations[method.lower()]
+                assert isinstance(operation, dict)
+                responses = operation["responses"]
+                assert isinstance(responses, dict)
+                assert str(answer.status) in responses, (method, path, answer.status)
+                assert answer.status != 405

@@ -1,0 +1,244 @@
+"""End to end over a real socket: send, replay, photos, queue, bootstrap, events, dedup."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.http.routes import MEDIA_HEADERS
+from tests.impl.http.support import (
+    PHOTO_BASE64,
+    PHOTO_BYTES,
+    Client,
+    GatedEngine,
+    fixed_clock,
+    served_box,
+    wait_idle,
+    wait_until,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_text_and_photo_replay_with_the_photo_served_back(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        sent = await client.call("POST", "/api/chat/send", json_body={"message": "hello box"})
+        assert sent.status == 200
+        assert set(sent.json()) == {"turnId"}
+        await wait_idle(box)
+        photo = {"mediaType": "image/png", "data": PHOTO_BASE64}
+        sent = await client.call(
+            "POST", "/api/chat/send", json_body={"message": "a photo", "images": [photo]}
+        )
+        assert sent.status == 200
+        assert set(sent.json()) == {"turnId"}
+        await wait_idle(box)
+
+        history = await client.call("GET", "/api/chat/history?tail=10")
+        assert history.status == 200
+        entries = history.json()["entries"]
+        assert [entry["type"] for entry in entries] == ["user", "assistant"] * 2
+        photo_entry = entries[2]
+        texts = [block["text"] for block in photo_entry["content"] if block["type"] == "text"]
+        assert texts == ["a photo"]
+        (image,) = [block for block in photo_entry["content"] if block["type"] == "image"]
+        # Stripped from the read: a reference instead of the bytes.
+        assert "dataBase64" not in image
+        assert PHOTO_BASE64 not in history.body.decode()
+        ref = image["imageRef"]
+        assert ref == f"{box.session.session_id}/{photo_entry['uuid']}/0"
+
+        media = await client.call("GET", f"/api/session-media/{ref}")
+        assert media.status == 200
+        assert media.body == PHOTO_BYTES
+        assert media.headers["content-type"] == "image/png"
+        for name, value in MEDIA_HEADERS:
+            assert media.headers[name.lower()] == value
+        assert media.headers["content-length"] == str(len(PHOTO_BYTES))
+        head = await client.call("HEAD", f"/api/session-media/{ref}")
+        assert head.status == 200
+        assert head.body == b""
+        assert head.headers["content-length"] == str(len(PHOTO_BYTES))
+
+        missing = await client.call("GET", f"/api/session-media/{box.session.session_id}/nope/0")
+        assert (missing.status, missing.json()) == (404, {"error": "Not found"})
+        beyond = await client.call("GET", f"/api/session-media/{ref[:-1]}1")
+        assert beyond.status == 404
+        # The echo answered what it was sent: the photo reached the engine.
+        answer = entries[3]["content"][0]["text"]
+        assert "sent 1 image (image/png, 307.2 KB)" in answer
+
+
+async def test_a_send_while_busy_is_queued_and_reaches_the_next_turn(tmp_path: Path) -> None:
+    engine = GatedEngine(EchoEngine(tmp_path / "projects", fixed_clock()))
+    async with served_box(tmp_path, engine=engine) as (box, client, _):
+        first = await client.call("POST", "/api/chat/send", json_body={"message": "first"})
+        assert set(first.json()) == {"turnId"}
+        await wait_until(lambda: box.session.busy and len(engine.turns) == 1)
+        second = await client.call("POST", "/api/chat/send", json_body={"message": "second"})
+        third = await client.call("POST", "/api/chat/send", json_body={"message": "third"})
+        assert second.json() == {"queued": True}
+        assert third.json() == {"queued": True}
+        assert box.session.queue == ("second", "third")
+        engine.release()
+        # The queue drains as the next turn, texts joined.
+        await wait_until(lambda: len(engine.turns) == 2)
+        assert engine.turns[1] == "second\n\nthird"
+        engine.release()
+        await wait_idle(box)
+        history = (await client.call("GET", "/api/chat/history")).json()
+        users = [e["content"][0]["text"] for e in history["entries"] if e["type"] == "user"]
+        assert users == ["first", "second\n\nthird"]
+
+
+async def test_bootstrap_right_after_a_send_to_a_new_chat_shows_it_pending(
+    tmp_path: Path,
+) -> None:
+    # The engine never answers the start: the chat has no session id yet.
+    engine = ScriptedEngine(start_mode="wait")
+    async with served_box(tmp_path, engine=engine) as (box, client, _):
+        sent = await client.call("POST", "/api/chat/send", json_body={"message": "new chat?"})
+        assert set(sent.json()) == {"turnId"}
+        boot = await client.call("GET", "/api/chat/bootstrap")
+        assert boot.status == 200
+        answer = boot.json()
+        assert answer["kind"] == "empty"
+        assert answer["sessionId"] is None
+        assert answer["status"]["phase"] == "starting"
+        (pending,) = answer["pending"]
+        assert pending["uuid"].startswith("accepted-")
+        assert pending["content"] == [{"type": "text", "text": "new chat?"}]
+        assert pending["reconcileKnownUuids"] == []
+        assert box.session.session_id is None
+
+
+async def test_events_arrive_in_order(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        subscribed = threading.Event()
+        received: list[tuple[int, str, Any]] = []
+
+        def listen() -> None:
+            connection = http.client.HTTPConnection(client.host, client.port, timeout=20)
+            try:
+                connection.request(
+                    "GET", "/api/events", headers={"Authorization": f"Bearer {client.token}"}
+                )
+                response = connection.getresponse()
+                assert response.status == 200
+                assert response.getheader("Content-Type", "").startswith("text/event-stream")
+                event: dict[str, str] = {}
+                while True:
+                    line = response.fp.readline().decode().rstrip("\n")
+                    if line == ": subscribed":
+                        subscribed.set()
+                    elif line.startswith(("id: ", "event: ", "data: ")):
+                        key, _, value = line.partition(": ")
+                        event[key] = value
+                    elif line == "" and event:
+                        received.append(
+                            (int(event["id"]), event["event"], json.loads(event["data"]))
+                        )
+                        if (
+                            event["event"] == "turn-text"
+                            and len([r for r in received if r[1] == "turn-text"]) == 2
+                        ):
+                            return
+                        event = {}
+            finally:
+                connection.close()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, listen)
+            await anyio.to_thread.run_sync(subscribed.wait, 10)
+            await client.call("POST", "/api/chat/send", json_body={"message": "one"})
+            await wait_idle(box)
+            await client.call("POST", "/api/chat/send", json_body={"message": "two"})
+        ids = [seq for seq, _, _ in received]
+        assert ids == sorted(ids)
+        assert len(set(ids)) == len(ids)
+        names = [name for _, name, _ in received]
+        first_turn = names[: names.index("turn-text") + 1]
+        assert first_turn[:2] == ["chat-user-message", "chat-turn"]
+        assert "session-id" in first_turn
+        assert first_turn[-2:] == ["done", "turn-text"]
+        assert received[0][2]["message"] == "one"
+        second_turn = names[len(first_turn) :]
+        assert second_turn[:2] == ["chat-user-message", "chat-turn"]
+        assert second_turn[-2:] == ["done", "turn-text"]
+        turn_texts = [data["text"] for _, name, data in received if name == "turn-text"]
+        assert turn_texts == ['You said: "one"', 'You said: "two"']
+
+
+async def test_fifty_concurrent_sends_of_one_message_id_make_one_row_and_one_turn(
+    tmp_path: Path,
+) -> None:
+    engine = GatedEngine(EchoEngine(tmp_path / "projects", fixed_clock()), gated=False)
+    async with served_box(tmp_path, engine=engine) as (box, client, _):
+        body = {"message": "only once", "messageId": "same-id"}
+        answers: list[Any] = []
+        # The clients' threads must not take the box's own worker threads.
+        clients = anyio.CapacityLimiter(50)
+
+        async def send() -> None:
+            response = await client.call("POST", "/api/chat/send", json_body=body, limiter=clients)
+            assert response.status == 200
+            answers.append(response.json())
+
+        async with anyio.create_task_group() as group:
+            for _ in range(50):
+                group.start_soon(send)
+        await wait_idle(box)
+        rows = await box.database.read(
+            lambda c: c.execute("SELECT payload FROM bus_events").fetchall()
+        )
+        assert len(rows) == 1
+        assert json.loads(rows[0][0])["message"] == "only once"
+        assert engine.turns == ["only once"]
+        started = [a for a in answers if "turnId" in a]
+        # The first answers with a turn; in-flight duplicates share its answer; later ones dedup.
+        assert len({a["turnId"] for a in started}) == 1
+        assert all(a == started[0] or a == {"deduplicated": True} for a in answers)
+        assert len(answers) == 50
+
+
+async def test_the_client_that_retries_an_answered_send_is_told_it_was_deduplicated(
+    tmp_path: Path,
+) -> None:
+    async with served_box(tmp_path) as (_, client, _):
+        body = {"message": "hi", "messageId": "retry-1"}
+        first = await client.call("POST", "/api/chat/send", json_body=body)
+        again = await client.call("POST", "/api/chat/send", json_body=body)
+        assert set(first.json()) == {"turnId"}
+        assert again.json() == {"deduplicated": True}
+
+
+async def test_stop_restart_reset(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        await client.call("POST", "/api/chat/send", json_body={"message": "hi"})
+        await wait_idle(box)
+        session_id = box.session.session_id
+        restarted = await client.call("POST", "/api/chat/restart")
+        assert restarted.status == 200
+        assert restarted.json()["ok"] is True
+        stopped = await client.call("POST", "/api/chat/stop", json_body={})
+        assert stopped.status == 200
+        assert stopped.json()["status"]["running"] is False
+        reset = await client.call("POST", "/api/chat/reset")
+        assert reset.status == 200
+        assert box.session.session_id is None
+        assert session_id is not None
+        extra = await client.call("POST", "/api/chat/stop", json_body={"now": True})
+        assert (extra.status, extra.json()) == (400, {"error": 'unexpected field "now"'})
+
+
+def _unused(_: Client) -> None:
+    """Keeps the import for type checkers of helpers above."""

@@ -1,0 +1,199 @@
+"""The chat services through `Box`: bootstrap kinds and pending, photos to the engine, dedup."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+import beebox_impl.transcript.index as index_module
+from beebox_impl.box import Box
+from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
+from beebox_impl.services.send import (
+    Deduplicated,
+    InvalidRequest,
+    Queued,
+    Sender,
+    SendRequest,
+    TurnStarted,
+    parse_send_body,
+)
+from beebox_impl.session.clock import ManualClock
+from beebox_impl.store.acceptance import Attachment
+from beebox_impl.transcript import TailSlice, TranscriptIndex
+from beebox_spec.reconcile import ACCEPTED_WINDOW, reconcile_pending
+from tests.impl.http.support import wait_idle, wait_until
+
+pytestmark = pytest.mark.anyio
+
+START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+TAIL = TailSlice(50)
+
+
+async def test_empty_bootstrap_shows_session_less_sends_for_ten_minutes(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="wait")
+    async with Box.open(
+        tmp_path / "box", engine=engine, clock=clock, projects_root=tmp_path
+    ) as box:
+        outcome = await box.send(SendRequest("<typed>hi</typed>"), Sender("a@x.org", "Ann"))
+        assert isinstance(outcome, TurnStarted)
+        boot = await box.bootstrap(window=TAIL, viewer_email="a@x.org")
+        assert boot["kind"] == "empty"
+        (pending,) = boot["pending"]
+        # Attribution is the spec's: the sender is named in the tag.
+        assert pending["user"] == "Ann"
+        assert pending["userEmail"] == "a@x.org"
+        # A session-less row from a named sender is hidden from other viewers.
+        assert (await box.bootstrap(window=TAIL, viewer_email="b@x.org"))["pending"] == []
+        clock.advance(ACCEPTED_WINDOW)
+        assert len((await box.bootstrap(window=TAIL, viewer_email="a@x.org"))["pending"]) == 1
+        clock.advance(timedelta(milliseconds=1))
+        assert (await box.bootstrap(window=TAIL, viewer_email="a@x.org"))["pending"] == []
+
+
+async def test_unavailable_and_resumable_with_baselined_pending(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    engine = EchoEngine(tmp_path / "projects", clock.now)
+    async with Box.open(
+        tmp_path / "box", engine=engine, clock=clock, projects_root=tmp_path / "projects"
+    ) as box:
+        missing = await box.bootstrap(session="no-such-session", window=TAIL)
+        assert missing["kind"] == "unavailable"
+        assert missing.get("reason") == "missing-local-transcript"
+        await box.send(SendRequest("first"))
+        await wait_idle(box)
+        clock.advance(timedelta(seconds=1))
+        second = await box.send(SendRequest("second"))
+        assert isinstance(second, TurnStarted)
+        await wait_idle(box)
+        boot = await box.bootstrap(window=TAIL)
+        assert boot["kind"] == "resumable"
+        assert boot["sessionId"] == box.session.session_id
+        history = boot["history"]
+        assert history is not None
+        # "first" was recorded before the session had an id: not this session's pending.
+        (pending,) = boot["pending"]
+        assert pending["content"][0]["text"] == "second"
+        first_turn = [entry["uuid"] for entry in history["entries"][:2]]
+        # The entries written before "second" was accepted are its baseline.
+        assert pending["reconcileKnownUuids"] == first_turn
+        # The client's join retires it: the transcript holds it now.
+        joined = reconcile_pending(history["entries"], boot["pending"])
+        assert joined["pendingMessages"] == []
+
+
+async def test_photos_reach_the_engine_as_image_blocks(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        request = SendRequest(
+            'look <bbx-photos row="1"/>', images=(Attachment("image/png", b"\x01\x02"),)
+        )
+        await box.send(request)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        (turn,) = engine.runs[0].sent
+        assert turn == [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "AQI="},
+            },
+            {"type": "text", "text": "look "},
+        ]
+
+
+async def test_in_flight_duplicates_share_the_answer_and_later_ones_dedup(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        answers: list[object] = []
+
+        async def send() -> None:
+            answers.append(await box.send(SendRequest("once", message_id="id-1")))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(5):
+                group.start_soon(send)
+        started = [a for a in answers if isinstance(a, TurnStarted)]
+        assert started
+        assert all(a == started[0] or isinstance(a, Deduplicated) for a in answers)
+        assert await box.send(SendRequest("once", message_id="id-1")) == Deduplicated()
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert engine.runs[0].sent == ["once"]
+        # Busy now (the scripted turn never ends): the next send is queued.
+        assert await box.send(SendRequest("later")) == Queued()
+        assert box.session.queue == ("later",)
+
+
+def test_markers_are_the_boxs_alone() -> None:
+    text = "hi" + photo_marker(12) + "\n\nmore" + photo_marker(13)
+    assert split_photo_markers(text) == ("hi\n\nmore", [12, 13])
+    assert split_photo_markers("plain") == ("plain", [])
+    assert without_markers('a<bbx-photos row="3"/>b<bbx-photos x>c') == "abc"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"message": "x", "session": "new"}, 'unexpected field "session"'),
+        ({"messageId": "m"}, 'missing field "message"'),
+        ({"message": "x", "images": {}}, '"images" must be a list'),
+        (
+            {"message": "x", "images": [{"mediaType": "image/png", "data": "QQ==", "n": 1}]},
+            'unexpected field "images[0].n"',
+        ),
+        ({"message": "x", "messageId": "m" * 201}, '"messageId"'),
+    ],
+)
+def test_send_bodies_are_strict(body: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidRequest, match=field.replace("[", r"\[").replace("]", r"\]")):
+        parse_send_body(body)  # type: ignore[arg-type]
+
+
+def test_a_photo_only_send_is_a_send() -> None:
+    parsed = parse_send_body(
+        {"message": "", "images": [{"mediaType": "image/gif", "data": "R0lG"}]}
+    )
+    assert parsed.images == (Attachment("image/gif", b"GIF"),)
+
+
+async def test_each_turn_is_indexed_so_a_reopened_box_reads_without_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    engine = EchoEngine(projects, clock.now)
+    box_root = tmp_path / "box"
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
+        await box.send(SendRequest("first"))
+        await wait_idle(box)
+        session_id = box.session.session_id
+        assert session_id is not None
+        await box.send(SendRequest("second"))
+        await wait_idle(box)
+        path = box.history_service.transcript_path(session_id)
+        # The indexer follows the turn's end; wait for it to have read the whole file.
+        await wait_until(
+            lambda: (
+                (index := box.history_service.cache.cached(path)) is not None
+                and index.identity.size == path.stat().st_size
+            )
+        )
+        expected = await box.history(session_id, TAIL)
+    shelved = list((tmp_path / "box" / ".beebox" / "cache" / "transcript-index").iterdir())
+    assert [entry.suffix for entry in shelved] == [".idx"]
+    # A box opened again (a restart) reads the chat through the shelved index.
+    builds: list[int] = []
+    real_build = index_module.build_index
+
+    def counting_build(*args: object, **kwargs: object) -> TranscriptIndex:
+        index = real_build(*args, **kwargs)  # type: ignore[arg-type]
+        builds.append(index.scanned_from)
+        return index
+
+    monkeypatch.setattr(index_module, "build_index", counting_build)
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
+        assert await box.history(session_id, TAIL) == expected
+    assert builds == []
