@@ -349,6 +349,9 @@ class Box:
                     finally:
                         events.close()
                         task_group.cancel_scope.cancel()
+                        # What the indexer read since it last shelved: the next open starts warm.
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(history.cache.shelve_all)
 
     @property
     def root(self) -> Path:

@@ -19,36 +19,30 @@ fewer requests, for a smoke run).
 
 from __future__ import annotations
 
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
 import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
-# Run as a script, this file's folder comes first on the path and its name would hide
-# the standard library's `http`: look there last (only for generate_transcript).
-_BENCH = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH] + [str(_BENCH)]
+import anyio
+import anyio.to_thread
+from generate_transcript import generate_transcript
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import socket  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
-from typing import Any  # noqa: E402
-
-import anyio  # noqa: E402
-import anyio.to_thread  # noqa: E402
-from generate_transcript import generate_transcript  # noqa: E402
-
-from beebox_impl.box import Box  # noqa: E402
-from beebox_impl.http import serve_box  # noqa: E402
-from beebox_impl.transcript import TailSlice, TranscriptIndexCache, read_history  # noqa: E402
-from beebox_impl.transcript.location import project_dir  # noqa: E402
+from beebox_impl.box import Box
+from beebox_impl.http import serve_box
+from beebox_impl.transcript import TailSlice, TranscriptIndexCache, read_history
+from beebox_impl.transcript.location import project_dir
 
 
 class _Connection(http.client.HTTPConnection):

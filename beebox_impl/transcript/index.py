@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from beebox_impl.transcript.persist import IndexShelf
 
 __all__ = [
+    "DEFAULT_SHELVE_EVERY_BYTES",
     "FileIdentity",
     "OpaqueLine",
     "StrippedLine",
@@ -85,6 +86,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+# How much an index may have read past its shelved copy before it is shelved again.
+DEFAULT_SHELVE_EVERY_BYTES: Final = 1024 * 1024
 
 # How many bytes before the last complete line's end must be unchanged for a grown
 # file to be taken as appended to.
@@ -386,8 +390,12 @@ class TranscriptIndexCache:
     The lock guards only the map; reading files happens outside it. Two threads
     that miss at once may both build; the later store wins, and both answers are
     right for the file they read. With a `shelf`, a miss looks there before
-    reading the file, and every index built or extended is shelved, so the next
-    process starts warm.
+    reading the file, and indexes are shelved so the next process starts warm: one
+    built from the top at once, an extended one once it has read
+    `shelve_every_bytes` since it was last shelved (a chat growing a turn at a
+    time is not rewritten to disk every turn; the next process extends what was
+    shelved by at most that many bytes), and every one not yet shelved on
+    `shelve_all` (a box closing).
     """
 
     def __init__(
@@ -396,6 +404,7 @@ class TranscriptIndexCache:
         *,
         block_size: int = DEFAULT_BLOCK_BYTES,
         shelf: IndexShelf | None = None,
+        shelve_every_bytes: int = DEFAULT_SHELVE_EVERY_BYTES,
     ) -> None:
         # A cache that cannot hold one index would rebuild on every read.
         if capacity < 1:
@@ -406,6 +415,9 @@ class TranscriptIndexCache:
         self.capacity = capacity
         self.block_size = block_size
         self.shelf = shelf
+        self.shelve_every_bytes = shelve_every_bytes
+        # Per path, where the shelved copy's complete lines end (guarded by the lock).
+        self._shelved_ends: dict[str, int] = {}
         self._lock = threading.Lock()
         self._indexes: OrderedDict[str, TranscriptIndex] = OrderedDict()
 
@@ -436,6 +448,9 @@ class TranscriptIndexCache:
                 self._indexes.move_to_end(key)
         if cached is None and not rebuild and self.shelf is not None:
             cached = self.shelf.load(path)
+            if cached is not None:
+                with self._lock:
+                    self._shelved_ends[key] = cached.committed_end
             if cached is not None and cached.identity == identity:
                 self._store(key, cached)
                 return cached
@@ -461,8 +476,31 @@ class TranscriptIndexCache:
         )
         self._store(key, index)
         if self.shelf is not None:
-            self.shelf.save(index)
+            with self._lock:
+                shelved_end = self._shelved_ends.get(key) if base is not None else None
+            unshelved = index.committed_end - (shelved_end or 0)
+            if shelved_end is None or unshelved >= self.shelve_every_bytes:
+                self._shelve(key, index)
         return index
+
+    def shelve_all(self) -> None:
+        """Shelve every held index that the shelf does not have as it is now."""
+        if self.shelf is None:
+            return
+        with self._lock:
+            pending = [
+                (key, index)
+                for key, index in self._indexes.items()
+                if self._shelved_ends.get(key) != index.committed_end
+            ]
+        for key, index in pending:
+            self._shelve(key, index)
+
+    def _shelve(self, key: str, index: TranscriptIndex) -> None:
+        assert self.shelf is not None, "only called with a shelf"
+        self.shelf.save(index)
+        with self._lock:
+            self._shelved_ends[key] = index.committed_end
 
     def _store(self, key: str, index: TranscriptIndex) -> None:
         with self._lock:
@@ -486,6 +524,8 @@ class TranscriptIndexCache:
         # A shelved copy is as stale; a fresh one is shelved by the next build.
         if self.shelf is not None:
             self.shelf.forget(path)
+            with self._lock:
+                self._shelved_ends.pop(key, None)
 
     def __len__(self) -> int:
         with self._lock:

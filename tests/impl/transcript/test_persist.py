@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import subprocess
@@ -86,10 +87,42 @@ def test_a_grown_transcript_extends_the_shelved_index(
     assert history["entries"][0]["uuid"] == "u-new"
     # Only the appended bytes were read.
     assert counter.starts == [len(data)]
-    # And the extension was shelved in turn: a third process reads nothing.
+    # A small extension is not shelved at once: a third process extends it again.
+    counter.starts.clear()
+    read_history(path, SESSION, TailSlice(1), cache=TranscriptIndexCache(shelf=shelf))
+    assert counter.starts == [len(data)]
+    # Shelved on `shelve_all` (a box closing), it is read by the next with no pass.
+    fresh.shelve_all()
     counter.starts.clear()
     read_history(path, SESSION, TailSlice(1), cache=TranscriptIndexCache(shelf=shelf))
     assert counter.starts == []
+
+
+def test_an_index_is_shelved_again_once_it_has_read_enough_past_its_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    cache = TranscriptIndexCache(shelf=shelf, shelve_every_bytes=200)
+    read_history(path, SESSION, TailSlice(1), cache=cache)
+    saved: list[int] = []
+    real_save = shelf.save
+
+    def recording_save(index: TranscriptIndex) -> None:
+        saved.append(index.committed_end)
+        real_save(index)
+
+    monkeypatch.setattr(shelf, "save", recording_save)
+    for number in range(6):
+        with path.open("ab") as file:
+            file.write(user_line(f"w-{number}", "more") + b"\n")
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+    line = len(user_line("w-0", "more")) + 1
+    # Each line is ~80 bytes: shelved every third extension, not every one.
+    assert 0 < len(saved) < 6
+    assert all(later - earlier >= 200 for earlier, later in itertools.pairwise(saved))
+    assert line * 2 < 200 <= line * 3
 
 
 def test_a_rewritten_transcript_is_not_read_through_a_stale_shelf(tmp_path: Path) -> None:
