@@ -12,7 +12,7 @@ from pathlib import Path
 from conformance.runner import PACKAGED_VECTORS, RunReport, count_kinds, run_files
 from conformance.serve import ServeFailed, served_box
 from conformance.targets import HandlerTable
-from conformance.targets.http import http_handlers
+from conformance.targets.http import HttpHost, http_handlers, served_transcript_handlers
 from conformance.targets.impl import impl_handlers
 from conformance.targets.spec import SPEC_HANDLERS
 
@@ -92,11 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         if args.serve and not args.url:
             try:
-                url, token = stack.enter_context(served_box())
+                served = stack.enter_context(served_box())
             except ServeFailed as error:
                 print(f"FAIL --serve: {error}")
                 return 1
-            chosen["serve"] = http_handlers(url, token)
+            host = HttpHost(served.url, served.token)
+            chosen["serve"] = {
+                **http_handlers(served.url, served.token),
+                **served_transcript_handlers(host, served.write_transcript),
+            }
         for name, handlers in chosen.items():
             report.merge(run_files(paths, handlers, name if len(chosen) > 1 else ""))
     for failure in report.failures or ():

@@ -15,10 +15,13 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ServeFailed", "served_box"]
+from beebox_impl.transcript.location import transcript_path
+
+__all__ = ["ServeFailed", "ServedBox", "served_box"]
 
 _READY_PREFIX: Final = "beebox serving "
 _STOP_TIMEOUT_S: Final = 30
@@ -28,9 +31,25 @@ class ServeFailed(RuntimeError):
     """`bbx serve` did not come up (its stderr is in the message)."""
 
 
+@dataclass(frozen=True)
+class ServedBox:
+    """A running `bbx serve`: where it answers, its token, and where its files are."""
+
+    url: str
+    token: str
+    box_root: Path
+    projects_root: Path
+
+    def write_transcript(self, session_id: str, data: bytes) -> None:
+        """Make ``data`` the transcript of ``session_id`` in this box."""
+        path = transcript_path(self.box_root, session_id, self.projects_root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
 @contextmanager
-def served_box() -> Iterator[tuple[str, str]]:
-    """``(base URL, token)`` of a `bbx serve` on a fresh temporary box."""
+def served_box() -> Iterator[ServedBox]:
+    """A `bbx serve` on a fresh temporary box, stopped on exit."""
     with tempfile.TemporaryDirectory(prefix="bbx-conformance-serve-") as folder:
         root = Path(folder)
         env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(root / "projects")}
@@ -51,7 +70,7 @@ def served_box() -> Iterator[tuple[str, str]]:
                 raise ServeFailed(f"bbx serve did not start: {process.stderr.read().strip()}")
             # "beebox serving <box> at <url>/?token=<token>"
             url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
-            yield url, token
+            yield ServedBox(url, token, (root / "box").resolve(), root / "projects")
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)

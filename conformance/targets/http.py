@@ -31,13 +31,24 @@ import http.client
 import json
 import time
 import uuid
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
+from beebox_spec.entries import MAX_SESSION_ENTRIES
 from conformance.targets import HandlerTable
 
-__all__ = ["HttpHost", "http_handlers", "project_exchange"]
+__all__ = [
+    "HttpHost",
+    "TranscriptWriter",
+    "http_handlers",
+    "project_exchange",
+    "served_transcript_handlers",
+]
+
+# Writes a session's transcript where the served box reads it: (session id, bytes).
+TranscriptWriter = Callable[[str, bytes], None]
 
 # How long a setup waits for the host's engine to write a photo to its transcript.
 _SETUP_TIMEOUT: Final = 60.0
@@ -159,3 +170,26 @@ def project_exchange(expect: Any, got: Any) -> Any:
 def http_handlers(url: str, token: str) -> HandlerTable:
     """The kinds a live host answers: `http/exchange`."""
     return {"http/exchange": partial(_exchange, HttpHost(url, token))}
+
+
+def served_transcript_handlers(host: HttpHost, write_transcript: TranscriptWriter) -> HandlerTable:
+    """`transcript/entries` through a served box's API: ``GET /api/chat/history``.
+
+    For a box whose transcripts this process can write (`python -m conformance
+    --serve` starts one): each case's lines become the transcript of its session
+    (``write_transcript``), and the host's history of it, read as one page from
+    the top, is the answer. The other transcript and media kinds have no API
+    that answers in their shapes (a route folds several reasons into one status).
+    """
+
+    def entries(case_input: Any) -> Any:
+        session_id = str(case_input["sessionId"])
+        lines = "\n".join(case_input["lines"])
+        write_transcript(session_id, lines.encode("utf-8", "surrogatepass"))
+        query = urlencode({"session": session_id, "offset": 0, "limit": MAX_SESSION_ENTRIES})
+        status, _, answer = host.request("GET", f"/api/chat/history?{query}")
+        if status != 200:
+            return {"status": status, "body": answer[:200].decode("utf-8", "replace")}
+        return json.loads(answer)["entries"]
+
+    return {"transcript/entries": entries}

@@ -1,0 +1,37 @@
+"""`python -m conformance --serve`: a `bbx serve` it starts answers over HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.__main__ import main as conformance_main
+from conformance.runner import PACKAGED_VECTORS
+from conformance.serve import served_box
+from conformance.targets.http import HttpHost, served_transcript_handlers
+
+
+def test_the_served_box_answers_http_and_transcript_vectors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    vectors = [PACKAGED_VECTORS / "http", PACKAGED_VECTORS / "transcript"]
+    assert conformance_main(["--target", "spec", "--serve", *map(str, vectors)]) == 0
+    out = capsys.readouterr().out
+    assert "0 failed" in out.splitlines()[-1]
+
+
+def test_a_history_that_differs_from_the_transcript_fails_the_case(tmp_path: Path) -> None:
+    # The API answer is what is compared: a transcript written elsewhere reads empty.
+    with served_box() as served:
+        host = HttpHost(served.url, served.token)
+
+        def write_elsewhere(_session: str, data: bytes) -> None:
+            (tmp_path / "elsewhere.jsonl").write_bytes(data)
+
+        misplaced = served_transcript_handlers(host, write_elsewhere)
+        line = '{"type":"user","uuid":"u-1","timestamp":"t","message":{"content":"hi"}}'
+        assert misplaced["transcript/entries"]({"sessionId": "s-1", "lines": [line]}) == []
+        placed = served_transcript_handlers(host, served.write_transcript)
+        (entry,) = placed["transcript/entries"]({"sessionId": "s-1", "lines": [line]})
+        assert entry["uuid"] == "u-1"
