@@ -16,8 +16,8 @@ The layout `init_box` makes (idempotent; ``bbx init``)::
 
 Re-running it creates only what is missing: the token is never replaced (a
 token file with looser permissions is tightened to 0600), and the schedule card
-keeps every field the boxholder set — only keys it lacks are added, through a
-round-trip YAML reader so comments and key order survive.
+is re-synced to its template except for the box-owned ``enabled``, every other
+byte of it kept (`beebox_impl.review.schedule`).
 
 `Box.open` builds everything a running box is, on the caller's event loop
 (asyncio or trio): the database, the acceptance record, the whole-box
@@ -29,25 +29,26 @@ not share anything.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import os
 import secrets
 import stat
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import anyio.to_thread
-from ruamel.yaml import YAML
 
+from beebox_impl.atomic import sync_folder
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
+from beebox_impl.review.origin import local_origin
+from beebox_impl.review.paths import husk_dir, schedule_card_path, state_path
+from beebox_impl.review.schedule import install_review_schedule_card
 from beebox_impl.services.attachments import PhotoEngine
 from beebox_impl.services.bootstrap import Bootstrap, ChatBootstrapService, ChatStatus
 from beebox_impl.services.events import BoxEvent, BoxEventHub, relay_chat_events
@@ -56,6 +57,7 @@ from beebox_impl.services.history import (
     HistorySlice,
     keep_indexes_current,
 )
+from beebox_impl.services.husks import keep_husks, stamp_old_husks
 from beebox_impl.services.send import ChatSendService, Sender, SendOutcome, SendRequest
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
@@ -69,7 +71,6 @@ from beebox_spec.entries import SessionHistory
 from beebox_spec.media import parse_media_ref
 
 __all__ = [
-    "SCHEDULE_CARD_DEFAULTS",
     "TOKEN_BYTES",
     "Box",
     "BoxPaths",
@@ -82,23 +83,6 @@ _log = logging.getLogger(__name__)
 
 # Random bytes in a new token (URL-safe base64 of them is the token).
 TOKEN_BYTES: Final = 32
-
-# original-facts §4.9 `DEFAULT_SCHEDULES`: the chat-review card, opted out by default.
-SCHEDULE_CARD_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
-    ("name", "chat-review"),
-    (
-        "description",
-        "Nightly chat review: title and summarize chat sessions that have grown enough"
-        " to be worth re-reading",
-    ),
-    ("cron", "0 4 * * *"),
-    ("notBefore", "20h"),
-    ("onWakeup", False),
-    ("enabled", False),
-    ("lockGroup", "retro"),
-    ("runs", "bbx chat review run"),
-    ("reason", "Nightly sweep; opt in per box"),
-)
 
 
 class NotABoxError(RuntimeError):
@@ -129,24 +113,15 @@ class BoxPaths:
 
     @property
     def review_state_dir(self) -> Path:
-        return self.state_dir / "chat-review"
+        return state_path(self.root).parent
 
     @property
     def husk_dir(self) -> Path:
-        return self.root / "_content" / "chat" / "web"
+        return husk_dir(self.root)
 
     @property
     def schedule_card(self) -> Path:
-        return self.root / "_config" / "schedules" / "chat-review.scheduled-script.card"
-
-
-def _fsync_folder(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        handle = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(handle)
-        finally:
-            os.close(handle)
+        return schedule_card_path(self.root)
 
 
 def _write_new_token(path: Path) -> None:
@@ -160,7 +135,7 @@ def _write_new_token(path: Path) -> None:
         out.write(token + "\n")
         out.flush()
         os.fsync(out.fileno())
-    _fsync_folder(path.parent)
+    sync_folder(path.parent)
 
 
 def read_token(paths: BoxPaths) -> str:
@@ -176,65 +151,6 @@ def read_token(paths: BoxPaths) -> str:
     return token
 
 
-def _yaml() -> YAML:
-    yaml = YAML()  # round-trip: comments and key order survive a rewrite
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    return yaml
-
-
-def _split_card(text: str) -> tuple[str, str] | None:
-    """A card's front matter and body, or None when it has no front matter."""
-    if not text.startswith("---\n"):
-        return None
-    end = text.find("\n---\n", 3)
-    if end == -1:
-        return None
-    return text[4 : end + 1], text[end + 5 :]
-
-
-def _install_schedule_card(path: Path) -> None:
-    yaml = _yaml()
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-        parts = _split_card(text)
-        if parts is None:
-            _log.warning("%s has no front matter; leaving it as it is", path)
-            return
-        front, body = parts
-        fields = yaml.load(front)
-        if not isinstance(fields, dict):
-            _log.warning("%s front matter is not a mapping; leaving it as it is", path)
-            return
-        missing = [(key, value) for key, value in SCHEDULE_CARD_DEFAULTS if key not in fields]
-        if not missing:
-            return
-        for key, value in missing:
-            fields[key] = value
-    else:
-        fields = dict(SCHEDULE_CARD_DEFAULTS)
-        body = ""
-    out = io.StringIO()
-    yaml.dump(fields, out)
-    _write_atomic(path, f"---\n{out.getvalue()}---\n{body}")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-
-
 def init_box(path: Path) -> BoxPaths:
     """Create the layout of DESIGN.md §3 at ``path`` (idempotent; see the module doc)."""
     paths = BoxPaths(path.expanduser().resolve())
@@ -242,7 +158,7 @@ def init_box(path: Path) -> BoxPaths:
         folder.mkdir(parents=True, exist_ok=True)
     paths.state_dir.chmod(0o700)
     _write_new_token(paths.token)
-    _install_schedule_card(paths.schedule_card)
+    install_review_schedule_card(paths.root)
     return paths
 
 
@@ -328,7 +244,26 @@ class Box:
                 )
                 relayed = session.subscribe()
                 turns = session.subscribe()
+                husk_turns = session.subscribe()
+                origin = local_origin(os.environ)
+                stamped = await anyio.to_thread.run_sync(
+                    stamp_old_husks, paths.root, origin, history.transcript_path
+                )
+                if stamped:
+                    _log.info("stamped this machine's origin on %d older husks", stamped)
                 async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(
+                        partial(
+                            keep_husks,
+                            session,
+                            husk_turns,
+                            box_root=paths.root,
+                            origin=origin,
+                            transcript_path_for=history.transcript_path,
+                            now=clock.now,
+                        ),
+                        name="husk keeper",
+                    )
                     task_group.start_soon(
                         relay_chat_events, session, events, relayed, name="box event relay"
                     )

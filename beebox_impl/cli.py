@@ -7,7 +7,9 @@ Subcommands land with the parts of the box they drive:
   session's history from its transcript, photos as references;
 - ``bbx chat media REF -o FILE`` writes the one photo a reference names;
 - ``bbx init``, ``bbx serve``, ``bbx chat send`` make, run and talk to a box
-  (`beebox_impl.cli_box`).
+  (`beebox_impl.cli_box`);
+- ``bbx chat review status|run`` reviews the box's chats into their husk cards
+  (`beebox_impl.review.command`).
 
 A box is a folder (``--box``, default the current folder); its transcripts are
 found where the engine writes them (`beebox_impl.transcript.location`). Errors go
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from beebox_impl.cli_box import add_box_commands, run_box_command
+from beebox_impl.review.command import add_review_commands, run_review_command
 from beebox_impl.store.database import database_path
 from beebox_impl.transcript import (
     IndexShelf,
@@ -85,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_box_option(media)
     add_box_commands(commands, chat_commands)
+    add_review_commands(chat_commands)
     return parser
 
 
@@ -105,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chat_history(args)
     if args.command == "chat" and args.chat_command == "media":
         return _chat_media(args)
+    if args.command == "chat" and args.chat_command == "review":
+        return run_review_command(args)
     handled = run_box_command(args)
     if handled is not None:
         return handled

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 import anyio.to_thread
+
+from beebox_impl.atomic import remove_durably, write_atomic
 
 __all__ = ["SESSION_ID_FILE_NAME", "SessionIdFile", "session_id_path"]
 
@@ -52,38 +53,6 @@ def _read(path: Path) -> str | None:
     return session_id
 
 
-def _fsync_folder(folder: Path) -> None:
-    # The rename is durable only once the folder's entry is; not every OS can open a folder.
-    try:
-        handle = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
-
-
-def _write_atomically(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-
-
-def _remove(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    _fsync_folder(path.parent)
-
-
 class SessionIdFile:
     """The session-id file of one box (a `SessionIdStore`); file work runs in a worker thread."""
 
@@ -100,7 +69,8 @@ class SessionIdFile:
 
     async def save(self, session_id: str) -> None:
         content = json.dumps({"sessionId": session_id}, ensure_ascii=False) + "\n"
-        await anyio.to_thread.run_sync(_write_atomically, self.path, content)
+        data = content.encode("utf-8")
+        await anyio.to_thread.run_sync(partial(write_atomic, self.path, data, mode=0o600))
 
     async def forget(self) -> None:
-        await anyio.to_thread.run_sync(_remove, self.path)
+        await anyio.to_thread.run_sync(remove_durably, self.path)

@@ -27,6 +27,7 @@ from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.media import ExtractResult, LineLookup
 from conformance.protocols import LineReading
 from conformance.targets import HandlerTable
+from conformance.targets.impl_review import IMPL_REVIEW_HANDLERS
 from conformance.targets.impl_session import impl_session_handlers
 from conformance.targets.spec_media import HANDLERS as SPEC_MEDIA
 from conformance.targets.transcript_files import transcript_file_handlers
@@ -75,4 +76,4 @@ TRANSCRIPT_HANDLERS: HandlerTable = {
 
 def impl_handlers(backend: str) -> HandlerTable:
     """Every kind the implementation answers, its sessions running on ``backend``."""
-    return {**TRANSCRIPT_HANDLERS, **impl_session_handlers(backend)}
+    return {**TRANSCRIPT_HANDLERS, **IMPL_REVIEW_HANDLERS, **impl_session_handlers(backend)}

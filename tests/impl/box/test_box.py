@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from beebox_impl.box import SCHEDULE_CARD_DEFAULTS, Box, BoxPaths, NotABoxError, init_box
+from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box
 from beebox_impl.cli import main as bbx
+from beebox_impl.review.schedule import REVIEW_SCHEDULE
 from beebox_impl.services.send import SendRequest
 from beebox_impl.session.clock import ManualClock
 from beebox_impl.store.acceptance import (
@@ -51,14 +52,12 @@ def test_init_is_idempotent_and_keeps_box_owned_fields(tmp_path: Path) -> None:
     assert again.token.read_text() == token
     card = again.schedule_card.read_text()
     assert "enabled: true  # mine" in card
-    # A missing default is added back; the body the boxholder wrote stays.
+    # A missing template field is added back; the body the boxholder wrote stays.
     assert "cron: 0 4 * * *" in card
-    assert card.endswith("---\nmy notes\n")
+    assert card.endswith("my notes\n")
     init_box(paths.root)
     assert again.schedule_card.read_text() == card
-    assert {key for key, _ in SCHEDULE_CARD_DEFAULTS} <= {
-        line.split(":")[0] for line in card.splitlines() if ":" in line
-    }
+    assert set(REVIEW_SCHEDULE) <= {line.split(":")[0] for line in card.splitlines() if ":" in line}
 
 
 @pytest.mark.anyio

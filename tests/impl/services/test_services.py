@@ -12,6 +12,8 @@ import beebox_impl.transcript.index as index_module
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.review.cards import FIELD_ORIGIN, FIELD_TITLE, find_husk_for_session, read_card
+from beebox_impl.review.origin import ORIGIN_ENV
 from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
 from beebox_impl.services.send import (
     Deduplicated,
@@ -197,3 +199,38 @@ async def test_each_turn_is_indexed_so_a_reopened_box_reads_without_a_pass(
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
         assert await box.history(session_id, TAIL) == expected
     assert builds == []
+
+
+async def test_the_first_finished_turn_makes_the_husk_and_boot_stamps_old_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ORIGIN_ENV, "machine-a")
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    engine = EchoEngine(projects, clock.now)
+    box_root = tmp_path / "box"
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
+        await box.send(SendRequest("<typed>Plan the canoe trip to Keene</typed>"))
+        await wait_idle(box)
+        session_id = box.session.session_id
+        assert session_id is not None
+        await wait_until(lambda: find_husk_for_session(box.root, session_id) is not None)
+        husk_path = find_husk_for_session(box.root, session_id)
+        assert husk_path is not None
+        card = read_card(husk_path)
+        assert husk_path.name == f"2026-08-01_{session_id[:8]}.chat.card"
+        assert card.text(FIELD_ORIGIN) == "machine-a"
+        assert "canoe trip" in (card.text(FIELD_TITLE) or "")
+        # Another turn makes no second husk.
+        await box.send(SendRequest("and the ferry"))
+        await wait_idle(box)
+        assert len(list((box.root / "_content" / "chat" / "web").glob("*.chat.card"))) == 1
+    # A husk from before origins, whose transcript is here, is stamped at the next boot.
+    text = husk_path.read_text(encoding="utf-8")
+    unstamped = "\n".join(
+        line for line in text.splitlines() if not line.startswith(("origin:", "origin-name:"))
+    )
+    husk_path.write_text(unstamped + "\n", encoding="utf-8")
+    assert read_card(husk_path).text(FIELD_ORIGIN) is None
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects):
+        assert read_card(husk_path).text(FIELD_ORIGIN) == "machine-a"

@@ -1,0 +1,456 @@
+"""Husk cards: YAML front matter the pass edits, a body it never touches (§4.1).
+
+A card is ``---\\n<yaml>---\\n<body>``. The boxholder owns the body and may edit
+the front matter by hand, so a write changes exactly the fields it sets and
+nothing else: the bytes of every other line — key order, comments, quoting,
+fields we do not know — survive as they were.
+
+How: the front matter is read with ruamel.yaml's round-trip loader, which says
+on which line each top-level key starts. A field we set replaces only its own
+lines (the key's line and the indented lines under it), with that one field
+dumped by ruamel (so quoting and block style are right, and the dump is read
+back to prove it says the value). A field the card lacks is appended at the end
+of the front matter. Only a front matter that is not a block mapping (a flow
+``{…}`` mapping at the top, which nobody writes by hand) is dumped whole.
+
+`ensure_chat_husk` creates a session's card the moment the session has an id,
+with exclusive create (losing a race to another writer of the same session is
+success); `origin` is stamped then and never again, except that
+`reconcile_husk_origins` stamps cards that predate the field and whose
+transcript is on this machine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Final
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
+
+from beebox_impl.atomic import write_atomic
+from beebox_impl.review.origin import MachineOrigin
+from beebox_impl.review.paths import HUSK_SUFFIX, LOCK_DIR, husk_dir
+from beebox_spec.errors import BeeboxError
+from beebox_spec.review import read_husk_field
+
+__all__ = [
+    "FIELD_CONTAINS",
+    "FIELD_CONTEXT_DIR",
+    "FIELD_ENGINE",
+    "FIELD_EVIDENCE",
+    "FIELD_ORIGIN",
+    "FIELD_ORIGIN_NAME",
+    "FIELD_REVIEW_SPAN",
+    "FIELD_SESSION",
+    "FIELD_TITLE",
+    "Card",
+    "CardFormatError",
+    "FieldValue",
+    "HuskCard",
+    "card_write_lock",
+    "create_card_exclusive",
+    "ensure_chat_husk",
+    "find_husk_for_session",
+    "husk_file_name",
+    "iter_husk_paths",
+    "list_chat_husks",
+    "parse_card",
+    "read_card",
+    "read_husk",
+    "reconcile_husk_origins",
+    "render_card",
+    "update_card",
+]
+
+_log = logging.getLogger(__name__)
+
+# §4.1 field names.
+FIELD_SESSION: Final = "session"
+FIELD_CONTEXT_DIR: Final = "context-dir"
+FIELD_ENGINE: Final = "engine"
+FIELD_ORIGIN: Final = "origin"
+FIELD_ORIGIN_NAME: Final = "origin-name"
+FIELD_TITLE: Final = "title"
+FIELD_CONTAINS: Final = "contains"
+FIELD_EVIDENCE: Final = "contains-evidence"
+FIELD_REVIEW_SPAN: Final = "review-span"
+
+_FENCE: Final = "---"
+
+
+class CardFormatError(BeeboxError):
+    """A card without a front matter block, or whose front matter is not a YAML mapping."""
+
+
+def _yaml() -> YAML:
+    # One instance per use: ruamel's YAML objects are not safe to share across threads.
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    # Never fold a long line: a folded title would read back with spaces moved.
+    yaml.width = 1 << 30
+    return yaml
+
+
+@dataclass(frozen=True)
+class Card:
+    """A card split into its parts: `head` (the front matter's YAML text) and `body`.
+
+    `opening` and `closing` are the fence lines as written (with their line
+    ends); `fields` is the round-trip parse of `head`.
+    """
+
+    opening: str
+    head: str
+    closing: str
+    body: str
+    fields: CommentedMap
+
+    def text(self, name: str) -> str | None:
+        """A field as review reads it: a non-empty string, else None (§4.6)."""
+        value = self.fields.get(name)
+        return read_husk_field(str(value)) if isinstance(value, str) else None
+
+    def render(self) -> str:
+        """The card's text, as parsed."""
+        return self.opening + self.head + self.closing + self.body
+
+
+def parse_card(text: str) -> Card:
+    """Split and parse a card; `CardFormatError` when it has no front matter mapping."""
+    lines = text.splitlines(keepends=True)
+    # A card starts with its opening fence.
+    if not lines or lines[0].rstrip("\r\n") != _FENCE:
+        raise CardFormatError("no front matter: the card does not start with ---")
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r\n") == _FENCE:
+            head = "".join(lines[1:index])
+            closing = lines[index]
+            body = "".join(lines[index + 1 :])
+            return Card(lines[0], head, closing, body, _load_mapping(head))
+    raise CardFormatError("no front matter: the closing --- is missing")
+
+
+def _load_mapping(head: str) -> CommentedMap:
+    try:
+        loaded = _yaml().load(head)
+    except YAMLError as error:
+        raise CardFormatError(f"front matter is not YAML: {error}") from None
+    # An empty front matter is an empty mapping.
+    if loaded is None:
+        return CommentedMap()
+    if not isinstance(loaded, CommentedMap):
+        raise CardFormatError("front matter is not a mapping")
+    return loaded
+
+
+def read_card(path: Path) -> Card:
+    """The card at `path` (`OSError` when unreadable, `CardFormatError` when malformed)."""
+    return parse_card(path.read_text(encoding="utf-8"))
+
+
+FieldValue = str | bool
+
+
+def render_card(fields: Mapping[str, FieldValue], body: str = "") -> str:
+    """A new card's text: the fields in the order given, then the body."""
+    head = "".join(_dump_field(name, value) for name, value in fields.items())
+    return f"{_FENCE}\n{head}{_FENCE}\n{body}"
+
+
+def _dump_field(name: str, value: FieldValue) -> str:
+    """``name: value`` as YAML, in the first style that reads back as `value`."""
+    yaml = _yaml()
+    styles: list[Any]
+    if isinstance(value, bool):
+        styles = [value]
+    elif "\n" in value:
+        styles = [LiteralScalarString(value), DoubleQuotedScalarString(value)]
+    else:
+        styles = [value, DoubleQuotedScalarString(value)]
+    for styled in styles:
+        out = io.StringIO()
+        yaml.dump({name: styled}, out)
+        dumped = out.getvalue()
+        # A document-end marker would close the front matter early; try the next style.
+        if "\n...\n" in "\n" + dumped:
+            continue
+        try:
+            reloaded = yaml.load(dumped)
+        except YAMLError:
+            # A control character a block scalar cannot carry: the quoted style escapes it.
+            continue
+        if isinstance(reloaded, Mapping) and reloaded.get(name) == value and len(reloaded) == 1:
+            return dumped
+    raise CardFormatError(f"cannot write {name!r} as YAML")
+
+
+def _with_fields(card: Card, updates: Mapping[str, FieldValue]) -> str:
+    """The card's text with `updates` set, every other byte kept."""
+    keys = list(card.fields.keys())
+    positions = [card.fields.lc.key(key) for key in keys]
+    # A flow mapping at the top has no lines of its own per key: dump it whole.
+    if any(column != 0 for _, column in positions):
+        for name, value in updates.items():
+            card.fields[name] = value
+        out = io.StringIO()
+        _yaml().dump(card.fields, out)
+        return card.opening + out.getvalue() + card.closing + card.body
+    lines = card.head.splitlines(keepends=True)
+    starts = sorted(line for line, _ in positions)
+    replacements: list[tuple[int, int, str]] = []
+    appended: list[str] = []
+    for name, value in updates.items():
+        dumped = _dump_field(name, value)
+        if name in card.fields:
+            start = card.fields.lc.key(name)[0]
+            later = [line for line in starts if line > start]
+            stop = later[0] if later else len(lines)
+            replacements.append((start, _value_end(lines, start, stop), dumped))
+        else:
+            appended.append(dumped)
+    for start, end, dumped in sorted(replacements, reverse=True):
+        lines[start:end] = [dumped]
+    head = "".join(lines)
+    # A field appended after a last line without its newline would join that line.
+    if appended and head and not head.endswith("\n"):
+        head += "\n"
+    return card.opening + head + "".join(appended) + card.closing + card.body
+
+
+def _value_end(lines: list[str], start: int, stop: int) -> int:
+    """One past the last line of the field starting at `start` (the next key is at `stop`).
+
+    A field is its key's line and the indented lines under it, with the blank
+    lines between them; blank lines and column-0 comments after its last
+    indented line belong to whatever follows.
+    """
+    last = start
+    for index in range(start + 1, stop):
+        line = lines[index]
+        if line[:1] in (" ", "\t"):
+            last = index
+        elif line.strip():
+            break
+    return last + 1
+
+
+@contextmanager
+def card_write_lock(box_root: Path) -> Iterator[None]:
+    """Serialise this box's card writers across processes (re-read, decide, write)."""
+    path = box_root / LOCK_DIR / "husk-cards.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def update_card(
+    box_root: Path, path: Path, decide: Callable[[Card], Mapping[str, FieldValue]]
+) -> tuple[Card, bool]:
+    """Re-read the card, let `decide` choose fields from it as it is now, write them once.
+
+    Runs under `card_write_lock`, so a decision is made on the card it changes.
+    Answers the card as read and whether anything was written (nothing is when
+    every chosen field already holds its value).
+    """
+    with card_write_lock(box_root):
+        card = read_card(path)
+        updates = {
+            name: value for name, value in decide(card).items() if card.fields.get(name) != value
+        }
+        if not updates:
+            return card, False
+        write_atomic(path, _with_fields(card, updates).encode("utf-8"))
+        return card, True
+
+
+# ---------------------------------------------------------------------------
+# Husks
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HuskCard:
+    """What discovery needs of a husk: where it is, its session, its origin, its engine."""
+
+    path: Path
+    session: str
+    origin: str | None
+    engine: str | None
+    context_dir: str | None
+
+
+def husk_file_name(created: date, session_id: str, attempt: int = 1) -> str:
+    """``<YYYY-MM-DD>_<session8>.chat.card``; a later attempt adds ``-<n>`` (a prefix clash)."""
+    suffix = "" if attempt == 1 else f"-{attempt}"
+    return f"{created.isoformat()}_{session_id[:8]}{suffix}{HUSK_SUFFIX}"
+
+
+def iter_husk_paths(box_root: Path) -> list[Path]:
+    """Every ``*.chat.card`` directly in the husk folder, by name (none when it is missing)."""
+    folder = husk_dir(box_root)
+    try:
+        names = sorted(
+            entry.name
+            for entry in os.scandir(folder)
+            if entry.name.endswith(HUSK_SUFFIX) and entry.is_file()
+        )
+    except FileNotFoundError:
+        return []
+    return [folder / name for name in names]
+
+
+def read_husk(path: Path) -> HuskCard:
+    """A husk's discovery fields; `CardFormatError` when it has no `session`."""
+    card = read_card(path)
+    session = card.text(FIELD_SESSION)
+    # §4.1: a card without a session is not a husk.
+    if session is None:
+        raise CardFormatError("the card has no session field")
+    return HuskCard(
+        path=path,
+        session=session,
+        origin=card.text(FIELD_ORIGIN),
+        engine=card.text(FIELD_ENGINE),
+        context_dir=card.text(FIELD_CONTEXT_DIR),
+    )
+
+
+def list_chat_husks(box_root: Path) -> list[HuskCard]:
+    """Every readable husk, by file name; unreadable or session-less cards are warned, skipped."""
+    husks: list[HuskCard] = []
+    for path in iter_husk_paths(box_root):
+        try:
+            husks.append(read_husk(path))
+        except (OSError, UnicodeDecodeError, CardFormatError) as error:
+            _log.warning("skipping husk %s: %s", path, error)
+    return husks
+
+
+def find_husk_for_session(box_root: Path, session_id: str) -> Path | None:
+    """The husk whose `session` field is `session_id`, or None.
+
+    The file name's session prefix is only a fast path (§4.1): a card whose text
+    does not contain the id cannot be its husk, so only those that do are parsed.
+    """
+    paths = iter_husk_paths(box_root)
+    suffix = f"_{session_id[:8]}"
+    likely = [path for path in paths if suffix in path.name]
+    for path in [*likely, *(path for path in paths if path not in likely)]:
+        try:
+            if session_id not in path.read_text(encoding="utf-8"):
+                continue
+            if read_husk(path).session == session_id:
+                return path
+        except (OSError, UnicodeDecodeError, CardFormatError):
+            continue
+    return None
+
+
+def create_card_exclusive(path: Path, text: str) -> bool:
+    """Create `path` holding `text` whole, only if nothing is there; False when something is.
+
+    The bytes go to a temporary file first and are linked into place, so the
+    card appears complete or not at all, and two creators cannot both win.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(text.encode("utf-8"))
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o644)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(temporary)
+
+
+def ensure_chat_husk(
+    box_root: Path,
+    session_id: str,
+    *,
+    origin: MachineOrigin,
+    created: date,
+    title: str | None,
+    engine: str | None = None,
+    context_dir: str | None = None,
+) -> Path:
+    """The session's husk, created now if it has none (§4.1 `ensureChatHusk`).
+
+    Idempotent on the `session` field. `title` is the first-message snippet
+    (`beebox_impl.review.walk.first_message_title`), None when there is no
+    transcript yet. `origin` is stamped here, at creation, and never restamped.
+    """
+    existing = find_husk_for_session(box_root, session_id)
+    if existing is not None:
+        return existing
+    fields: dict[str, str] = {FIELD_SESSION: session_id}
+    if context_dir:
+        fields[FIELD_CONTEXT_DIR] = context_dir
+    if engine:
+        fields[FIELD_ENGINE] = engine
+    fields[FIELD_ORIGIN] = origin.id
+    fields[FIELD_ORIGIN_NAME] = origin.name
+    if title:
+        fields[FIELD_TITLE] = title
+    text = render_card(fields)
+    attempt = 1
+    while True:
+        path = husk_dir(box_root) / husk_file_name(created, session_id, attempt)
+        if create_card_exclusive(path, text):
+            return path
+        # Someone else created this name: for this session, that is our husk.
+        try:
+            if read_husk(path).session == session_id:
+                return path
+        except (OSError, UnicodeDecodeError, CardFormatError):
+            pass
+        attempt += 1
+
+
+def reconcile_husk_origins(
+    box_root: Path, origin: MachineOrigin, transcript_for: Callable[[HuskCard], Path | None]
+) -> int:
+    """Stamp `origin` on husks that predate the field and whose transcript is here (§4.1).
+
+    `transcript_for` says where a husk's transcript would be on this machine
+    (None when it cannot be named). Answers how many husks were stamped; the
+    fallback decays as they are.
+    """
+    stamped = 0
+    for husk in list_chat_husks(box_root):
+        if husk.origin is not None:
+            continue
+        transcript = transcript_for(husk)
+        if transcript is None or not transcript.is_file():
+            continue
+
+        def stamp(card: Card) -> dict[str, str]:
+            # Re-checked on the card as it is now: an origin is never restamped.
+            if card.text(FIELD_ORIGIN) is not None:
+                return {}
+            return {FIELD_ORIGIN: origin.id, FIELD_ORIGIN_NAME: origin.name}
+
+        _, wrote = update_card(box_root, husk.path, stamp)
+        stamped += wrote
+    return stamped

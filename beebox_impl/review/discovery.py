@@ -1,0 +1,276 @@
+"""Discovery: which husks' sessions have enough unread material to review (§4.2).
+
+Husk-first: the corpus is `_content/chat/web/*.chat.card`; a session without a
+husk is out of scope. Per husk, the gates of `beebox_spec.review.DISCOVERY_GATES`
+decide, in their order, with facts gathered only as far as needed:
+
+1. the husk's fields (session, origin) — from the discovery cache when the husk
+   file is unchanged, else read;
+2. a stat of the transcript (missing, or modified within the last 30 minutes);
+3. only then a walk of the transcript (`beebox_impl.review.walk`): real user
+   turns over every line, and the unread span resolved against the journal, its
+   size measured as `beebox_spec.journal.span_size` — or, when neither the
+   transcript nor the session's journal entry changed since the last walk, the
+   cached result of that walk, reading no transcript byte.
+
+A qualified session is the spec's `QualifiedSession`: scalars only. Nothing
+parsed survives discovery; the review step reads its span again. For the run,
+discovery may also keep a *resume point* per qualified session — the prefix
+hash state at the journal's boundary and a digest of the file's bytes before it
+(`WalkResume`) — so the review step reads only what follows the boundary when
+the file still starts with exactly those bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from beebox_impl.review.cards import CardFormatError, HuskCard, iter_husk_paths, read_husk
+from beebox_impl.review.origin import MachineOrigin
+from beebox_impl.review.store import (
+    CachedHusk,
+    CachedTranscript,
+    DiscoveryCache,
+    FileIdentity,
+    journal_span_id,
+)
+from beebox_impl.review.walk import (
+    BoundaryMark,
+    FileTag,
+    TranscriptEntries,
+    raw_prefix_digest,
+    resolve_span_walk,
+)
+from beebox_impl.transcript.location import InvalidSessionId, transcript_path
+from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state, span_size
+from beebox_spec.review import (
+    REVIEW_CHAR_THRESHOLD,
+    REVIEW_MIN_USER_TURNS,
+    DiscoveryFacts,
+    QualifiedSession,
+    SkipReason,
+    first_skip_reason,
+    order_for_review,
+    snippet_title_from,
+)
+
+__all__ = [
+    "Discovery",
+    "TranscriptLocator",
+    "WalkResume",
+    "box_transcript_locator",
+    "discover",
+    "mtime_of",
+]
+
+_log = logging.getLogger(__name__)
+
+TranscriptLocator = Callable[[HuskCard], Path]
+"""Where a husk's transcript is on this machine (`InvalidSessionId` when it cannot be named)."""
+
+
+def box_transcript_locator(box_root: Path, projects_root: Path) -> TranscriptLocator:
+    """Claude Code's layout: the session's JSONL in the project folder of the box.
+
+    A husk whose session ran in a context folder (`context-dir`, relative to the
+    box) has its transcript in that folder's project. **(inference: §4.1 records
+    the context folder beside the session; the engine runs there)**
+    """
+
+    def locate(husk: HuskCard) -> Path:
+        cwd = box_root / husk.context_dir if husk.context_dir else box_root
+        return transcript_path(cwd, husk.session, projects_root)
+
+    return locate
+
+
+def mtime_of(status: os.stat_result) -> datetime:
+    """A file's modification time as a zone-aware instant."""
+    return datetime.fromtimestamp(status.st_mtime_ns / 1e9, UTC)
+
+
+@dataclass(frozen=True)
+class WalkResume:
+    """Where a walk may resume: the boundary mark, valid for journal entry `journal`.
+
+    Valid while the file's first `mark.tag.end` bytes still have `digest`.
+    """
+
+    journal: str
+    mark: BoundaryMark[FileTag]
+    digest: bytes
+
+
+@dataclass
+class Discovery:
+    """What discovery found: the qualified sessions (oldest first) and why the rest were skipped.
+
+    `skipped` counts by `SkipReason`; `deferred_sessions` names the sessions
+    still active (§4.2 keeps that list); `husk_names` maps a qualified
+    session to its husk's file name (the cache's key); `resumes` holds resume
+    points when asked for.
+    """
+
+    qualified: list[QualifiedSession] = field(default_factory=list)
+    skipped: Counter[SkipReason] = field(default_factory=Counter)
+    deferred_sessions: list[str] = field(default_factory=list)
+    husk_names: dict[str, str] = field(default_factory=dict)
+    resumes: dict[str, WalkResume] = field(default_factory=dict)
+    transcript_bytes_read: int = 0
+
+
+def discover(
+    box_root: Path,
+    *,
+    state: ReviewState,
+    origin: MachineOrigin,
+    now: datetime,
+    locate: TranscriptLocator,
+    cache: DiscoveryCache,
+    keep_resumes: bool = False,
+) -> Discovery:
+    """Run the gates over every husk of the box (see the module docstring)."""
+    found = Discovery()
+    qualified: list[QualifiedSession] = []
+    names: set[str] = set()
+    for husk_path in iter_husk_paths(box_root):
+        names.add(husk_path.name)
+        husk = _husk(husk_path, cache)
+        if husk is None:
+            continue
+        try:
+            log_path = locate(husk)
+        except InvalidSessionId as error:
+            _log.warning("husk %s names no transcript: %s", husk_path, error)
+            found.skipped[SkipReason.MISSING_TRANSCRIPT] += 1
+            continue
+        try:
+            log_status: os.stat_result | None = os.stat(log_path)
+        except OSError:
+            log_status = None
+        mtime = mtime_of(log_status) if log_status is not None else None
+        # The gates up to the quiescence check need no read; the later facts pass here.
+        early = first_skip_reason(
+            DiscoveryFacts(
+                husk.origin, origin.id, mtime, REVIEW_MIN_USER_TURNS, REVIEW_CHAR_THRESHOLD
+            ),
+            now,
+        )
+        if early is not None:
+            found.skipped[early] += 1
+            if early is SkipReason.DEFERRED_ACTIVE:
+                found.deferred_sessions.append(husk.session)
+            continue
+        assert log_status is not None, "a quiet transcript was stat'ed"
+        assert mtime is not None, "a quiet transcript has a modification time"
+        facts = _transcript_facts(
+            husk,
+            husk_path.name,
+            log_path,
+            log_status,
+            state=state,
+            cache=cache,
+            found=found,
+            keep_resumes=keep_resumes,
+        )
+        reason = first_skip_reason(
+            DiscoveryFacts(
+                husk.origin,
+                origin.id,
+                mtime,
+                # A transcript gone mid-walk is missing, whatever its turns were.
+                facts.user_turns if facts is not None else REVIEW_MIN_USER_TURNS,
+                facts.span_chars if facts is not None else None,
+            ),
+            now,
+        )
+        if reason is not None:
+            found.skipped[reason] += 1
+            found.resumes.pop(husk.session, None)
+            continue
+        assert facts is not None, "a qualified session was walked"
+        found.husk_names[husk.session] = husk_path.name
+        qualified.append(
+            QualifiedSession(
+                session_id=husk.session,
+                husk_path=os.fspath(husk_path),
+                log_path=os.fspath(log_path),
+                engine=husk.engine,
+                mtime=mtime,
+                span_chars=facts.span_chars,
+                bootstrap=facts.bootstrap,
+                snippet_title=snippet_title_from(facts.first_user_snippet),
+            )
+        )
+    cache.keep_only(names)
+    found.qualified = order_for_review(qualified)
+    return found
+
+
+def _husk(path: Path, cache: DiscoveryCache) -> HuskCard | None:
+    try:
+        identity = FileIdentity.of(os.stat(path))
+    except OSError:
+        return None
+    cached = cache.husk(path.name, identity)
+    if cached is not None:
+        return HuskCard(path, cached.session, cached.origin, cached.engine, cached.context_dir)
+    try:
+        husk = read_husk(path)
+    except (OSError, UnicodeDecodeError, CardFormatError) as error:
+        _log.warning("skipping husk %s: %s", path, error)
+        return None
+    cache.remember_husk(
+        path.name,
+        CachedHusk(identity, husk.session, husk.origin, husk.engine, husk.context_dir),
+    )
+    return husk
+
+
+def _transcript_facts(
+    husk: HuskCard,
+    husk_name: str,
+    log_path: Path,
+    log_status: os.stat_result,
+    *,
+    state: ReviewState,
+    cache: DiscoveryCache,
+    found: Discovery,
+    keep_resumes: bool,
+) -> CachedTranscript | None:
+    """The walk's facts (cached, or walked now); None when the transcript vanished."""
+    session = session_state(state, husk.session)
+    journal = journal_span_id(session)
+    identity = FileIdentity.of(log_status)
+    cached = cache.transcript(husk_name, identity, journal)
+    if cached is not None:
+        return cached
+    source = TranscriptEntries(log_path, husk.session)
+    try:
+        walk = resolve_span_walk(source.open, session["applied"].get(METADATA_CONSUMER), drain=True)
+    except OSError as error:
+        _log.info("transcript %s gone while reading it: %s", log_path, error)
+        return None
+    finally:
+        found.transcript_bytes_read += source.bytes_read
+    facts = CachedTranscript(
+        identity,
+        journal,
+        source.user_turns,
+        source.first_user_snippet,
+        span_size(walk.span),
+        walk.span["bootstrap"],
+    )
+    cache.remember_transcript(husk_name, facts)
+    mark = walk.boundary
+    if keep_resumes and journal is not None and mark is not None and mark.tag.terminated:
+        digest = raw_prefix_digest(log_path, mark.tag.end)
+        if digest is not None:
+            found.resumes[husk.session] = WalkResume(journal, mark, digest)
+    return facts
