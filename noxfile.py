@@ -7,13 +7,19 @@ and are not in the default set.
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "tests", "conformance"]
+nox.options.sessions = ["lint", "typecheck", "tests", "conformance", "browser"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
 
 PACKAGES = ["beebox_spec", "beebox_impl", "conformance"]
+
+# The browser the chat page's tests drive: Debian's package, never a downloaded build.
+CHROMIUM = "/usr/bin/chromium"
 
 
 def install(session: nox.Session, *extras: str) -> None:
@@ -25,16 +31,39 @@ def install(session: nox.Session, *extras: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole pytest suite, on asyncio and trio."""
+    """The pytest suite, on asyncio and trio (the page's tests run in `browser`)."""
     install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "--ignore=tests/web", *session.posargs)
 
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Every packaged conformance vector against the spec and the implementation."""
+    """Every packaged vector: spec, implementation on asyncio and trio, a served box, the JS."""
     install(session, "test")
     session.run("python", "-m", "conformance", "--target", "all", "--serve", *session.posargs)
+    # The page's JavaScript reconcile against the same reconcile/* vectors, under Node.
+    session.run("pytest", "tests/web/test_reconcile_js.py")
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The chat page in headless Chromium (tests/web), installing Debian's chromium if root."""
+    if not os.path.exists(CHROMIUM):
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            session.skip(f"{CHROMIUM} is missing, and installing it needs root and apt-get")
+        apt_env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", external=True, env=apt_env)
+        session.run(
+            "apt-get",
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "chromium",
+            external=True,
+            env=apt_env,
+        )
+    install(session, "test")
+    session.run("pytest", "tests/web", *session.posargs)
 
 
 @nox.session
@@ -75,3 +104,4 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/transcripts.py", *session.posargs)
     session.run("python", "bench/sessions.py", *session.posargs)
     session.run("python", "bench/box_http.py", *session.posargs)
+    session.run("python", "bench/review.py", *session.posargs)

@@ -3,7 +3,8 @@
 - ``bbx init [DIR]`` — the box layout (`beebox_impl.box.init_box`); idempotent.
 - ``bbx serve [--box DIR] [--host H] [--port N] [--engine echo|claude]`` — opens
   the box (creating it if missing) on the embedded defaults and serves it over
-  HTTP (`beebox_impl.http.serve_box`). It prints one line, ``beebox serving
+  HTTP (`beebox_impl.http.serve_box`), and runs its enabled schedule cards at their
+  cron times (`beebox_impl.schedule`). It prints one line, ``beebox serving
   <box> at <URL>``, the URL carrying the token (opening it logs a browser in),
   and records where it listens in ``.beebox/serve.json`` (0600) for ``bbx chat
   send``. SIGINT or SIGTERM shuts it down cleanly: requests in flight finish,
@@ -26,6 +27,7 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +42,7 @@ from beebox_impl.http.server import (
     check_host,
     serve_box,
 )
+from beebox_impl.schedule import run_schedules
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
 __all__ = ["add_box_commands", "run_box_command", "serve_file_path"]
@@ -116,7 +119,12 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
     async with (
         Box.open(args.box, engine=_engine(args.engine)) as box,
         serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
+        anyio.create_task_group() as background,
     ):
+        # The box's enabled schedule cards (the nightly chat review, once opted in).
+        background.start_soon(
+            partial(run_schedules, box.root, clock=box.clock), name="scheduled scripts"
+        )
         serve_file = _write_serve_file(box, running)
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -126,6 +134,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
                     break
         finally:
             serve_file.unlink(missing_ok=True)
+            background.cancel_scope.cancel()
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""Tools for testing code that drives beebox sessions: settling an event loop.
+"""Tools for testing code that drives beebox sessions: settling a loop, holding turns.
 
 A test that drives a session step by step needs to know when the session has done
 everything a step set off — without sleeping for a guessed time. `settle` returns
@@ -14,16 +14,24 @@ once every other task on the loop is blocked (DESIGN.md §2, "The stateful tests
 Both count a task waiting on a worker thread as blocked: code under test that
 settles this way should use stores that stay on the loop
 (`beebox_impl.store.memory`).
+
+`HeldResultEngine` wraps any engine so that each turn's ``result`` (the message
+that ends the turn and frees the chat) waits for the test: a turn that is busy,
+answered on disk, not done — what a real engine looks like mid-turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import sniffio
 
-__all__ = ["settle"]
+from beebox_impl.engine.protocol import Engine, Run, StartOptions, TurnContent
+from beebox_spec.entries import JsonObject
+
+__all__ = ["HeldResultEngine", "settle"]
 
 # Rounds of `asyncio.sleep(0)` before a loop that never settles is a failure.
 _MAX_SETTLE_ROUNDS = 100_000
@@ -64,3 +72,63 @@ async def settle() -> None:
         await trio.testing.wait_all_tasks_blocked()
     else:
         await _settle_asyncio()
+
+
+class HeldResultEngine:
+    """Wraps an engine: turn n's ``result`` is passed on once ``hold(n)`` returns.
+
+    Turns are counted from 1 across the engine's runs; ``turns`` records what each
+    turn sent, in order.
+    """
+
+    def __init__(self, inner: Engine, hold: Callable[[int], Awaitable[None]]) -> None:
+        self._inner = inner
+        self._hold = hold
+        self.turns: list[TurnContent] = []
+        self.results_held = 0
+
+    async def start(self, options: StartOptions) -> Run:
+        return _HeldRun(await self._inner.start(options), self)
+
+    async def hold_result(self) -> None:
+        self.results_held += 1
+        await self._hold(self.results_held)
+
+
+class _HeldRun:
+    def __init__(self, inner: Run, engine: HeldResultEngine) -> None:
+        self._inner = inner
+        self._engine = engine
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def messages(self) -> AsyncIterator[JsonObject]:
+        return _HeldMessages(self._inner.messages(), self._engine)
+
+    async def send(self, content: TurnContent) -> None:
+        self._engine.turns.append(content)
+        await self._inner.send(content)
+
+    async def interrupt(self) -> None:
+        await self._inner.interrupt()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+class _HeldMessages:
+    # A plain iterator, not a generator: nothing to finalize when the pump stops.
+    def __init__(self, inner: AsyncIterator[JsonObject], engine: HeldResultEngine) -> None:
+        self._inner = inner
+        self._engine = engine
+
+    def __aiter__(self) -> _HeldMessages:
+        return self
+
+    async def __anext__(self) -> JsonObject:
+        message = await self._inner.__anext__()
+        if message.get("type") == "result":
+            await self._engine.hold_result()
+        return message

@@ -3,7 +3,8 @@
 One table (`beebox_impl.http.routes.ROUTES`) serves the requests and writes this
 document, so the two cannot drift; a test walks both. Every ``/api`` operation
 requires the box token: ``Authorization: Bearer <token>``, or the HttpOnly
-cookie ``bbx_token_<port>`` that the URL printed by ``bbx serve`` sets.
+cookie ``bbx_token_<port>`` that the URL printed by ``bbx serve`` sets; the chat
+page (``/``, ``/static/{name}``) is public (``security: []``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,24 @@ _ERROR_SCHEMA: Final[JsonObject] = {
 }
 
 
+# What each prefix route's path parameter holds.
+_PATH_PARAMETERS: Final = {
+    "ref": "<sessionId>/<entryUuid>/<index> (not URL-encoded)",
+    "name": "a file name of the page (index.html is served at /)",
+}
+
+
 def _response(route: Route, status: int, description: str) -> JsonObject:
+    if route.public and status in (200, 303):
+        # The page and its files: HTML, JavaScript, CSS; a login's redirect has no body.
+        return (
+            {"description": description}
+            if status == 303
+            else {
+                "description": description,
+                "content": {"text/html" if route.path == "/" else "*/*": {}},
+            }
+        )
     if route.operation_id == "events" and status == 200:
         return {"description": description, "content": {"text/event-stream": {}}}
     if route.operation_id == "sessionMedia" and status == 200:
@@ -48,16 +66,18 @@ def _response(route: Route, status: int, description: str) -> JsonObject:
 def _operation(route: Route, method: str) -> JsonObject:
     responses: JsonObject = {
         str(status): _response(route, status, description)
-        for status, description in sorted({**route.responses, **TRANSPORT_RESPONSES}.items())
+        # The route's own word on a status wins (the page's 401 is about its login URL).
+        for status, description in sorted({**TRANSPORT_RESPONSES, **route.responses}.items())
     }
     parameters: list[JsonValue] = []
     if route.prefix:
+        name = route.path[route.path.rindex("{") + 1 : -1]
         parameters.append(
             {
-                "name": "ref",
+                "name": name,
                 "in": "path",
                 "required": True,
-                "description": "<sessionId>/<entryUuid>/<index> (not URL-encoded)",
+                "description": _PATH_PARAMETERS[name],
                 "schema": {"type": "string"},
             }
         )
@@ -78,6 +98,9 @@ def _operation(route: Route, method: str) -> JsonObject:
     }
     if parameters:
         operation["parameters"] = parameters
+    if route.public:
+        # Served without the token: the page holds nothing of the box.
+        operation["security"] = []
     if route.request_body is not None:
         operation["requestBody"] = {
             "required": route.operation_id == "chatSend",

@@ -10,6 +10,11 @@ which runs a coroutine on the box's event loop (an anyio `BlockingPortal`): the
 handlers translate between the wire and `beebox_impl.box.Box`, and hold no rule
 of their own.
 
+The chat page (``/`` and ``/static/<name>``, `beebox_impl.web`) is in the table
+too, marked ``public``: it holds nothing of the box, and the login URL
+(``/?token=…``) is how a browser gets the token's cookie in the first place.
+Everything the page reads comes from ``/api``, which needs the token.
+
 Errors are JSON ``{"error": "<message>"}``. The transport's own answers (401,
 404, 405, 411, 413, 415, 400 for malformed JSON) come from
 `beebox_impl.http.server` and are listed in every route's responses here.
@@ -28,6 +33,8 @@ from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
 from beebox_impl.services.send import InvalidRequest, SendFailed, parse_send_body
 from beebox_impl.transcript import MediaFound, PageSlice, TailSlice
 from beebox_impl.transcript.location import InvalidSessionId
+from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
+from beebox_impl.web.sessions import list_chat_sessions
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.javascript import UnparsableJson, parse_json_text
 from beebox_spec.media import MalformedMediaRef
@@ -37,6 +44,7 @@ __all__ = [
     "MEDIA_HEADERS",
     "MEDIA_PREFIX",
     "ROUTES",
+    "STATIC_PREFIX",
     "BytesReply",
     "Exchange",
     "JsonReply",
@@ -56,6 +64,9 @@ MEDIA_HEADERS: Final = (
     ("X-Content-Type-Options", "nosniff"),
     ("Content-Disposition", "inline"),
 )
+
+# The page's files other than index.html (`beebox_impl.web`).
+STATIC_PREFIX: Final = "/static/"
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,9 @@ class Exchange:
 
     ``call`` runs an async function on the box's loop and returns its result;
     ``write`` sends raw bytes on the connection (streams only); ``stopping``
-    reads true once the server is shutting down.
+    reads true once the server is shutting down; ``login_cookie`` is the
+    ``Set-Cookie`` value that logs a browser in with the given token, or None
+    when the token is wrong (the transport owns the token and the cookie's name).
     """
 
     method: str
@@ -111,6 +124,7 @@ class Exchange:
     write: Callable[[bytes], None] = field(repr=False)
     stopping: Callable[[], bool] = field(repr=False)
     sse_heartbeat_seconds: float = 15.0
+    login_cookie: Callable[[str], str | None] = field(default=lambda _token: None, repr=False)
 
     def run(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
         """Run ``function(*args)`` on the box's event loop and return what it returns."""
@@ -139,7 +153,8 @@ class Route:
     ``responses`` maps each status the route itself answers to its meaning;
     ``query`` lists the query parameters (name → description, all optional
     integers or strings as ``query_types`` says); ``request_body`` is the JSON
-    schema of the body, if it takes one.
+    schema of the body, if it takes one. A ``public`` route is served without
+    the token (the page and its files; never an ``/api`` path).
     """
 
     operation_id: str
@@ -153,6 +168,7 @@ class Route:
     query: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     request_body: JsonObject | None = None
     response_schema: JsonObject | None = None
+    public: bool = False
 
 
 # --- Query parameters -----------------------------------------------------------
@@ -275,6 +291,39 @@ def _events(exchange: Exchange) -> Reply:
     from beebox_impl.http.events import stream_events  # noqa: PLC0415
 
     return StreamReply(stream_events)
+
+
+def _sessions(exchange: Exchange) -> Reply:
+    _query_strict(exchange, ())
+    # A few small files, read in this worker thread: the box's loop is not involved.
+    return JsonReply(200, {"sessions": list_chat_sessions(exchange.box.root)})
+
+
+def _asset_reply(name: str) -> Reply:
+    asset = read_asset(name)
+    if asset is None:
+        return error_reply(404, "Not found")
+    return BytesReply(200, asset.content_type, asset.data, PAGE_HEADERS)
+
+
+def _page(exchange: Exchange) -> Reply:
+    given = exchange.query.get("token")
+    if given is None:
+        return _asset_reply(INDEX)
+    cookie = exchange.login_cookie(given[0]) if len(given) == 1 else None
+    if cookie is None:
+        return error_reply(401, "Unauthorized")
+    # Redirect so the token leaves the address bar and the history.
+    return BytesReply(
+        303,
+        "text/plain; charset=utf-8",
+        b"",
+        (("Location", "/"), ("Set-Cookie", cookie), ("Referrer-Policy", "no-referrer")),
+    )
+
+
+def _static(exchange: Exchange) -> Reply:
+    return _asset_reply(exchange.path[len(STATIC_PREFIX) :])
 
 
 def _openapi(exchange: Exchange) -> Reply:
@@ -416,6 +465,49 @@ ROUTES: Final[tuple[Route, ...]] = (
     ),
     _control_route(
         "Reset", "reset", "Stop and start a new SDK session next time", lambda b: b.reset
+    ),
+    Route(
+        operation_id="chatSessions",
+        methods=("GET",),
+        path="/api/chat/sessions",
+        match="/api/chat/sessions",
+        summary="The box's chat sessions from their husk cards, newest first",
+        handler=_sessions,
+        responses={
+            200: "{sessions: [{sessionId, title, contains, card}]} (title/contains null"
+            " until the review wrote them)"
+        },
+    ),
+    Route(
+        operation_id="page",
+        methods=("GET", "HEAD"),
+        path="/",
+        match="/",
+        summary="The chat page; with ?token=… it logs the browser in instead",
+        handler=_page,
+        responses={
+            200: "The page (HTML, with a strict Content-Security-Policy)",
+            303: "?token=… was right: sets the HttpOnly cookie and redirects to /",
+            401: "?token=… was wrong",
+        },
+        query={"token": ("string", "the box token, as the URL bbx serve prints carries it")},
+        public=True,
+    ),
+    Route(
+        operation_id="pageAsset",
+        methods=("GET", "HEAD"),
+        path="/static/{name}",
+        match=STATIC_PREFIX,
+        prefix=True,
+        summary="One of the page's files (JavaScript modules, CSS, icon)",
+        handler=_static,
+        responses={
+            200: "The file (with the page's Content-Security-Policy)",
+            # Listed for every route; a public file never answers it.
+            401: "Never: the page's files are public",
+            404: "No such file",
+        },
+        public=True,
     ),
     Route(
         operation_id="openapi",

@@ -22,7 +22,9 @@ What the transport guards (each limit is a field of `HttpLimits`)
   browsers share cookies across ports). Compared with `hmac.compare_digest`.
   A wrong or missing token is 401 with no detail, checked before the route is
   looked up, so a prober learns nothing of the API. ``GET /?token=…`` (the URL
-  ``bbx serve`` prints) sets the cookie and redirects to ``/``.
+  ``bbx serve`` prints) sets the cookie and redirects to ``/``. Outside ``/api``
+  only the routes marked ``public`` are served (the chat page and its files),
+  without the token.
 - **Bodies.** A body is read only once its ``Content-Length`` is known to be
   within ``max_body_bytes`` (32 MiB by default, photos included): a bigger one
   is answered 413 before a byte of it is read, and the connection is closed
@@ -68,7 +70,6 @@ from anyio.from_thread import BlockingPortal
 
 from beebox_impl.box import Box
 from beebox_impl.http.routes import (
-    BytesReply,
     Exchange,
     JsonReply,
     Reply,
@@ -169,6 +170,12 @@ class _App:
     def token_matches(self, candidate: str) -> bool:
         # Constant time: the comparison must not say how much of a guess was right.
         return hmac.compare_digest(candidate.encode("utf-8"), self._token)
+
+    def login_cookie(self, candidate: str) -> str | None:
+        """The ``Set-Cookie`` value that logs a browser in, if ``candidate`` is the token."""
+        if not self.token_matches(candidate):
+            return None
+        return f"{cookie_name(self.port)}={candidate}; HttpOnly; SameSite=Strict; Path=/"
 
     def authorized(self, authorization: str | None, cookie_header: str | None) -> bool:
         if authorization is not None:
@@ -407,11 +414,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         url = urlsplit(self.path)
         path = url.path
-        if path == "/":
-            self._send_reply(self._page(url.query))
-            return
         if path != "/api" and not path.startswith("/api/"):
-            self._send_reply(error_reply(404, "Not found"))
+            public = find_route(path)
+            # Outside /api only the page is served, and it needs no token.
+            if public is None or not public.public:
+                self._send_reply(error_reply(404, "Not found"))
+                return
+            self._serve_route(public, path, url.query)
             return
         if not app.authorized(self.headers.get("Authorization"), self.headers.get("Cookie")):
             self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
@@ -420,9 +429,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         route = find_route(path)
-        if route is None:
+        if route is None or route.public:
             self._send_reply(error_reply(404, "Not found"))
             return
+        self._serve_route(route, path, url.query)
+
+    def _serve_route(self, route: Route, path: str, query: str) -> None:
         if self.command not in route.methods:
             self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
             allow = (("Allow", ", ".join(route.methods)),)
@@ -432,7 +444,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(body, JsonReply):
             self._send_reply(body)
             return
-        self._send_reply(self._run(route, path, url.query, body))
+        self._send_reply(self._run(route, path, query, body))
 
     def _run(self, route: Route, path: str, query: str, body: bytes) -> Reply:
         app = self.server.app
@@ -446,6 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
             write=self._write_stream,
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
+            login_cookie=app.login_cookie,
         )
         try:
             return route.handler(exchange)
@@ -454,21 +467,6 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:
             _log.exception("%s %s failed", self.command, path)
             return error_reply(500, "Internal error")
-
-    def _page(self, query: str) -> Reply:
-        app = self.server.app
-        if self.command not in ("GET", "HEAD"):
-            return JsonReply(405, {"error": "Method not allowed"}, (("Allow", "GET, HEAD"),))
-        given = parse_qs(query).get("token")
-        if given is not None:
-            if len(given) != 1 or not app.token_matches(given[0]):
-                return JsonReply(401, {"error": "Unauthorized"})
-            cookie = f"{cookie_name(app.port)}={given[0]}; HttpOnly; SameSite=Strict; Path=/"
-            # Redirect so the token leaves the address bar and the history.
-            return BytesReply(
-                303, "text/plain; charset=utf-8", b"", (("Location", "/"), ("Set-Cookie", cookie))
-            )
-        return BytesReply(200, "text/html; charset=utf-8", _PAGE, (("Cache-Control", "no-store"),))
 
     # --- Writing -------------------------------------------------------------------
 
@@ -522,19 +520,10 @@ class _Handler(BaseHTTPRequestHandler):
             write=self._write_stream,
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
+            login_cookie=app.login_cookie,
         )
         with contextlib.suppress(ConnectionError, TimeoutError, OSError):
             reply.stream(exchange)
-
-
-_PAGE: Final = b"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>beebox</title></head>
-<body>
-<h1>beebox</h1>
-<p>This box is running. Its API is described at
-<a href="/api/openapi.json">/api/openapi.json</a> (see docs/http.md).</p>
-</body></html>
-"""
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ import anyio.to_thread
 
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
-from beebox_impl.engine.protocol import Engine, Run, StartOptions, TurnContent
+from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
-from beebox_spec.entries import JsonObject
+from beebox_impl.testing import HeldResultEngine
 
 # A photo the strip takes out of the read: its line is over the 256 KiB oversize mark.
 PHOTO_BYTES = bytes(range(256)) * 1200
@@ -136,67 +136,20 @@ async def wait_idle(box: Box) -> None:
     )
 
 
-class GatedRun:
-    """A run whose turns' ``result`` messages wait for `GatedEngine.release`."""
-
-    def __init__(self, run: Run, engine: GatedEngine) -> None:
-        self._run = run
-        self._engine = engine
-
-    @property
-    def closed(self) -> bool:
-        return self._run.closed
-
-    def messages(self) -> AsyncIterator[JsonObject]:
-        return _GatedMessages(self._run.messages(), self._engine)
-
-    async def send(self, content: TurnContent) -> None:
-        self._engine.turns.append(content)
-        await self._run.send(content)
-
-    async def interrupt(self) -> None:
-        await self._run.interrupt()
-
-    async def close(self) -> None:
-        await self._run.close()
-
-
-class _GatedMessages:
-    # A plain iterator, not a generator: nothing to finalize when the pump stops.
-    def __init__(self, inner: AsyncIterator[JsonObject], engine: GatedEngine) -> None:
-        self._inner = inner
-        self._engine = engine
-
-    def __aiter__(self) -> _GatedMessages:
-        return self
-
-    async def __anext__(self) -> JsonObject:
-        message = await self._inner.__anext__()
-        if message.get("type") == "result":
-            await self._engine.wait_turn_released()
-        return message
-
-
-class GatedEngine:
+class GatedEngine(HeldResultEngine):
     """Wraps an engine: each turn ends only when the test releases it; records every turn."""
 
     def __init__(self, inner: Engine, *, gated: bool = True) -> None:
-        self._inner = inner
+        super().__init__(inner, self._wait_released)
         self.gated = gated
-        self.turns: list[TurnContent] = []
         self._released = 0
-        self._ended = 0
         self._changed = anyio.Event()
-
-    async def start(self, options: StartOptions) -> GatedRun:
-        return GatedRun(await self._inner.start(options), self)
 
     def release(self) -> None:
         self._released += 1
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def wait_turn_released(self) -> None:
-        while self.gated and self._released <= self._ended:
+    async def _wait_released(self, turn: int) -> None:
+        while self.gated and self._released < turn:
             await self._changed.wait()
-        self._ended += 1

@@ -1,0 +1,686 @@
+// The chat page: one box's whole-box chat, its history and its live turn.
+//
+// Theory of operation (docs/web.md):
+//
+// - The transcript is the durable record; `GET /api/chat/bootstrap` gives its tail,
+//   and "Load earlier" pages back through `GET /api/chat/history`.
+// - A send shows at once as an optimistic copy (a *pending* entry) and is posted with
+//   a client `messageId`; a failed post is retried with the same id, so the box
+//   records it once however many tries it takes (it answers a repeat
+//   `{deduplicated: true}`). Until the box has answered, the copy is also in the
+//   *outbox*, which is what is retried.
+// - The box's own record of accepted sends (bootstrap's `pending`) is folded into
+//   the pending list by `mergeAcceptedIntoPending`, and `reconcilePending` retires
+//   each pending entry once the transcript holds its echo: both from reconcile.js,
+//   the one copy of the rule, proven equal to the Python spec by the conformance
+//   vectors. The pending list and the outbox survive a reload (sessionStorage).
+// - `/api/events` says when to look again: a turn started, a turn's text, a turn
+//   done. The stream reconnects with backoff, and every (re)connection re-reads
+//   the state, since events sent while it was down are gone.
+
+import * as api from "./api.js";
+import {
+  entryText,
+  mergeAcceptedIntoPending,
+  normalizeForCompare,
+  reconcilePending,
+} from "./reconcile.js";
+import { liveNode, messageNode, sessionNode } from "./view.js";
+
+// How many entries a history read asks for at a time.
+const PAGE_SIZE = 40;
+// Where the pending list and the outbox wait out a reload (this tab only).
+const STORAGE_KEY = "beebox.pending.v1";
+// Retry delays for a send that did not reach the box: doubling, at most 30 s apart.
+const FIRST_SEND_RETRY_MS = 1000;
+const LONGEST_SEND_RETRY_MS = 30000;
+// Within this many pixels of the bottom, new messages keep the view at the bottom.
+const STICK_TO_BOTTOM_PX = 80;
+// The photo types the box keeps (beebox_spec.media.SERVABLE_MEDIA_TYPES).
+const PHOTO_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  log: $("log"),
+  messages: $("messages"),
+  empty: $("empty"),
+  loadEarlier: $("load-earlier"),
+  status: $("status"),
+  notice: $("notice"),
+  stop: $("stop"),
+  restart: $("restart"),
+  composer: $("composer"),
+  text: $("composer-text"),
+  send: $("send"),
+  fileInput: $("file-input"),
+  attachments: $("attachments"),
+  sessions: $("sessions"),
+  sessionList: $("session-list"),
+  toggleSessions: $("toggle-sessions"),
+};
+
+const state = {
+  // The whole-box chat's session (where sends go), and the session shown: null
+  // while showing the chat itself, else one opened from the session list.
+  chatSessionId: null,
+  viewing: null,
+  shownSessionId: null,
+  // The transcript's entries shown, oldest first, and the index of the first.
+  entries: [],
+  firstIndex: 0,
+  // Entries owed: the page's optimistic copies and the box's accepted sends.
+  pending: [],
+  // Sends the box has not answered yet, by messageId: {entry, state, images, tries, timer}.
+  outbox: new Map(),
+  // Each pending copy's delivery state, by uuid ("sent", "queued", …).
+  delivery: new Map(),
+  status: null,
+  online: false,
+  // The turn as it streams in: assistant messages by uuid, and partial text.
+  live: new Map(),
+  streaming: "",
+  attachments: [],
+  sessions: [],
+};
+
+// --- Persistence across a reload ------------------------------------------------
+
+function savePending() {
+  const saved = {
+    pending: state.pending.map((entry) => ({ entry, delivery: state.delivery.get(entry.uuid) })),
+    outbox: [...state.outbox.values()].map(({ entry, images }) => ({ entry, images })),
+  };
+  try {
+    sessionStorage.setItem(STORAGE_KEY, JSON.stringify(saved));
+  } catch {
+    // Too big to keep (photos): keep the texts, the retry of a photo cannot survive.
+    saved.outbox = saved.outbox.map(({ entry }) => ({ entry, images: [] }));
+    try {
+      sessionStorage.setItem(STORAGE_KEY, JSON.stringify(saved));
+    } catch {
+      // Storage refused altogether: the box's own record still shows what it accepted.
+    }
+  }
+}
+
+function restorePending() {
+  let saved = null;
+  try {
+    saved = JSON.parse(sessionStorage.getItem(STORAGE_KEY) ?? "null");
+  } catch {
+    saved = null;
+  }
+  if (saved === null) return;
+  for (const { entry, delivery } of saved.pending ?? []) {
+    state.pending.push(entry);
+    if (delivery) state.delivery.set(entry.uuid, delivery);
+  }
+  for (const { entry, images } of saved.outbox ?? []) {
+    state.outbox.set(entry.messageId, { entry, images, state: "failed", tries: 0, timer: null });
+  }
+}
+
+// --- History --------------------------------------------------------------------
+
+/** Fold a freshly read tail of the transcript into what is shown. */
+function mergeTail(entries, total) {
+  const firstFetched = total - entries.length;
+  const known = new Map(state.entries.map((entry, index) => [entry.uuid, index]));
+  const shownEnd = state.firstIndex + state.entries.length;
+  // The tail does not reach what is shown (many entries came meanwhile): start over.
+  if (state.entries.length === 0 || firstFetched > shownEnd) {
+    state.entries = [...entries];
+    state.firstIndex = firstFetched;
+    return;
+  }
+  for (const entry of entries) {
+    const at = known.get(entry.uuid);
+    // An entry read again replaces its older copy (a turn's entry can grow).
+    if (at !== undefined) state.entries[at] = entry;
+    else state.entries.push(entry);
+  }
+}
+
+async function loadEarlier() {
+  if (state.firstIndex === 0 || state.shownSessionId === null) return;
+  const limit = Math.min(PAGE_SIZE, state.firstIndex);
+  const offset = state.firstIndex - limit;
+  ui.loadEarlier.disabled = true;
+  try {
+    const page = await api.historyPage(state.shownSessionId, offset, limit);
+    const known = new Set(state.entries.map((entry) => entry.uuid));
+    state.entries = [...page.entries.filter((entry) => !known.has(entry.uuid)), ...state.entries];
+    state.firstIndex = offset;
+    render({ keepPosition: true });
+  } catch (error) {
+    showNotice(`Could not load earlier messages: ${error.message}`);
+  } finally {
+    ui.loadEarlier.disabled = false;
+  }
+}
+
+// --- Reading the box's state ------------------------------------------------------
+
+let refreshing = null;
+let refreshAgain = false;
+
+/** Re-read bootstrap; calls that come while one runs are folded into one more read. */
+function refresh() {
+  if (refreshing !== null) {
+    refreshAgain = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    try {
+      do {
+        refreshAgain = false;
+        await refreshOnce();
+      } while (refreshAgain);
+    } catch (error) {
+      if (error instanceof api.ApiError && error.status === 401) {
+        showNotice("This browser is not logged in to the box: open the URL that bbx serve printed.");
+      }
+    } finally {
+      refreshing = null;
+    }
+  })();
+  return refreshing;
+}
+
+async function refreshOnce() {
+  const boot = await api.bootstrap({ session: state.viewing, tail: PAGE_SIZE });
+  state.status = boot.status;
+  if (state.viewing === null) state.chatSessionId = boot.sessionId;
+  const firstRead = state.shownSessionId === null && state.entries.length === 0;
+  if (boot.sessionId !== state.shownSessionId) {
+    state.shownSessionId = boot.sessionId;
+    state.entries = [];
+    state.firstIndex = 0;
+  }
+  if (boot.history) mergeTail(boot.history.entries, boot.history.total);
+  if (state.viewing === null) {
+    state.pending = mergeAcceptedIntoPending(state.pending, boot.pending ?? []);
+    // Nothing queued any more: a copy that was queued is now the turn being answered.
+    if (!boot.status.queued) {
+      for (const [uuid, delivery] of state.delivery) {
+        if (delivery === "queued") state.delivery.set(uuid, "sent");
+      }
+    }
+  }
+  const shown = new Set(state.entries.map((entry) => entry.uuid));
+  for (const uuid of state.live.keys()) if (shown.has(uuid)) state.live.delete(uuid);
+  if (!boot.status.busy) {
+    state.live.clear();
+    state.streaming = "";
+  }
+  render({ toBottom: firstRead });
+}
+
+async function refreshSessions() {
+  try {
+    state.sessions = (await api.sessions()).sessions;
+  } catch {
+    state.sessions = [];
+  }
+  renderSessions();
+}
+
+// --- Sending ----------------------------------------------------------------------
+
+function newMessageId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  // Not a secure context (a box served beyond loopback without TLS): 128 random bits.
+  return [...crypto.getRandomValues(new Uint8Array(16))]
+    .map((byte) => byte.toString(16).padStart(2, "0"))
+    .join("");
+}
+
+function sendMessage(text, images) {
+  const messageId = newMessageId();
+  const entry = {
+    uuid: `local-${messageId}`,
+    messageId,
+    type: "user",
+    timestamp: new Date().toISOString(),
+    content: [{ type: "text", text }],
+    // The entries already shown can never be this message's echo.
+    reconcileKnownUuids: state.entries.map((known) => known.uuid),
+  };
+  state.pending.push(entry);
+  const item = { entry, images, state: "sending", tries: 0, timer: null };
+  state.outbox.set(messageId, item);
+  savePending();
+  render({ toBottom: true });
+  deliver(item);
+}
+
+async function deliver(item) {
+  clearTimeout(item.timer);
+  item.timer = null;
+  item.state = "sending";
+  item.tries += 1;
+  render();
+  const { entry, images } = item;
+  try {
+    const answer = await api.send(entryText(entry), entry.messageId, images);
+    state.outbox.delete(entry.messageId);
+    state.delivery.set(entry.uuid, answer?.queued ? "queued" : "sent");
+    if (answer?.queued && state.status) state.status.queued = Math.max(state.status.queued, 1);
+  } catch (error) {
+    const status = error instanceof api.ApiError ? error.status : 0;
+    if (status === 500) {
+      // Recorded, not handed to the chat: the box's record still shows it.
+      state.outbox.delete(entry.messageId);
+      state.delivery.set(entry.uuid, "error");
+    } else if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
+      item.state = "rejected";
+      showNotice(`The box refused a message: ${error.message}`);
+    } else {
+      // Never reached the box, or no answer came back: try again with the same id.
+      item.state = "failed";
+      const delay = Math.min(FIRST_SEND_RETRY_MS * 2 ** (item.tries - 1), LONGEST_SEND_RETRY_MS);
+      item.timer = setTimeout(() => deliver(item), delay);
+    }
+  }
+  savePending();
+  render();
+}
+
+function retryUnsent() {
+  for (const item of state.outbox.values()) {
+    if (item.state === "failed") deliver(item);
+  }
+}
+
+// --- Live events ------------------------------------------------------------------
+
+function onEvent(name, data) {
+  switch (name) {
+    case "message":
+      onTurnMessage(data.message ?? {});
+      render();
+      return;
+    case "turn-text":
+      // An engine that streams no assistant message still shows its answer.
+      if (state.live.size === 0 && data.text) state.live.set("turn", data.text);
+      render();
+      return;
+    case "chat-turn":
+      if (state.status) state.status.busy = true;
+      render();
+      refresh();
+      return;
+    case "session-id":
+      refresh();
+      refreshSessions();
+      return;
+    case "start-failed":
+      showNotice(`The chat could not start: ${data.reason ?? "unknown reason"}`);
+      refresh();
+      return;
+    default:
+      // chat-user-message, done, close, task, events-lost: the state has moved on.
+      refresh();
+  }
+}
+
+function onTurnMessage(message) {
+  if (message.type === "assistant") {
+    const text = (message.message?.content ?? [])
+      .filter((block) => block.type === "text")
+      .map((block) => block.text)
+      .join("");
+    if (text !== "") state.live.set(message.uuid ?? `live-${state.live.size}`, text);
+    state.streaming = "";
+  } else if (message.type === "stream_event") {
+    const delta = message.event?.delta;
+    if (message.event?.type === "content_block_delta" && delta?.type === "text_delta") {
+      state.streaming += delta.text ?? "";
+    }
+  }
+}
+
+function connectEvents() {
+  api.listen({
+    onOpen() {
+      state.online = true;
+      render();
+      refresh();
+      retryUnsent();
+    },
+    onDown(delayMs) {
+      state.online = false;
+      renderStatus(delayMs);
+      renderControls();
+    },
+    onEvent,
+  });
+}
+
+// --- Rendering --------------------------------------------------------------------
+
+// The nodes already built, by key, so a re-render keeps photos that have loaded.
+const nodeCache = new Map();
+
+function cachedNode(key, signature, build) {
+  const cached = nodeCache.get(key);
+  if (cached !== undefined && cached.signature === signature) return cached.node;
+  const node = build();
+  nodeCache.set(key, { signature, node });
+  return node;
+}
+
+function deliveryOf(entry) {
+  const unsent = entry.messageId ? state.outbox.get(entry.messageId) : undefined;
+  if (unsent !== undefined) return unsent.state;
+  return state.delivery.get(entry.uuid) ?? (entry.uuid.startsWith("accepted-") ? "accepted" : "sent");
+}
+
+function pendingNode(entry) {
+  const delivery = deliveryOf(entry);
+  const unsent = entry.messageId ? state.outbox.get(entry.messageId) : undefined;
+  const previews = unsent?.previews ?? [];
+  const signature = `${delivery}|${previews.length}`;
+  return cachedNode(entry.uuid, signature, () =>
+    messageNode(entry, {
+      state: delivery,
+      previews,
+      onRetry: delivery === "failed" ? () => deliver(unsent) : null,
+    }),
+  );
+}
+
+function render({ toBottom = false, keepPosition = false } = {}) {
+  const log = ui.log;
+  const fromBottom = log.scrollHeight - log.scrollTop - log.clientHeight;
+  const distanceFromEnd = log.scrollHeight - log.scrollTop;
+
+  const showingChat = state.viewing === null;
+  const joined = reconcilePending(state.entries, showingChat ? state.pending : []);
+  if (showingChat) retire(joined.pendingMessages);
+
+  const nodes = [];
+  const pendingUuids = new Set(state.pending.map((entry) => entry.uuid));
+  for (const entry of joined.messages) {
+    if (pendingUuids.has(entry.uuid)) {
+      nodes.push(pendingNode(entry));
+    } else {
+      nodes.push(cachedNode(entry.uuid, JSON.stringify(entry.content), () => messageNode(entry)));
+    }
+  }
+  // Unanswered sends the join does not show (a photo with no text) still show until answered.
+  for (const item of state.outbox.values()) {
+    if (!pendingUuids.has(item.entry.uuid)) nodes.push(pendingNode(item.entry));
+  }
+  if (showingChat) {
+    for (const [key, text] of state.live) nodes.push(cachedNode(`live:${key}`, text, () => liveNode(key, text)));
+    if (state.streaming !== "") nodes.push(liveNode("streaming", state.streaming));
+  }
+
+  const current = [...ui.messages.children];
+  if (current.length !== nodes.length || current.some((node, index) => node !== nodes[index])) {
+    ui.messages.replaceChildren(...nodes);
+  }
+  ui.empty.hidden = nodes.length > 0;
+  ui.loadEarlier.hidden = state.firstIndex === 0;
+
+  if (keepPosition) log.scrollTop = log.scrollHeight - distanceFromEnd;
+  else if (toBottom || fromBottom < STICK_TO_BOTTOM_PX) log.scrollTop = log.scrollHeight;
+  renderStatus();
+  renderControls();
+}
+
+/** Keep only what is still owed; drop the node cache of what the transcript retired. */
+function retire(stillPending) {
+  const kept = new Set(stillPending.map((entry) => entry.uuid));
+  for (const entry of state.pending) {
+    if (kept.has(entry.uuid)) continue;
+    state.delivery.delete(entry.uuid);
+    nodeCache.delete(entry.uuid);
+    // Its echo is in the transcript, so the box has it: stop retrying.
+    if (entry.messageId && normalizeForCompare(entryText(entry)) !== "") {
+      const unsent = state.outbox.get(entry.messageId);
+      if (unsent) clearTimeout(unsent.timer);
+      state.outbox.delete(entry.messageId);
+    }
+  }
+  if (kept.size !== state.pending.length) {
+    state.pending = stillPending;
+    savePending();
+  }
+}
+
+function renderStatus(retryInMs = null) {
+  let text = "Ready";
+  let mode = "idle";
+  const queued = state.status?.queued ?? 0;
+  if (!state.online) {
+    mode = "offline";
+    text = retryInMs === null ? "Connecting…" : `Offline — reconnecting in ${Math.ceil(retryInMs / 1000)} s`;
+  } else if (state.status?.busy) {
+    mode = "busy";
+    text = queued > 0 ? `Working… · ${queued} queued` : "Working…";
+  } else if (state.status?.phase === "starting") {
+    mode = "busy";
+    text = "Starting…";
+  }
+  if (state.viewing !== null) text = `${text} · viewing an earlier session`;
+  ui.status.textContent = text;
+  ui.status.dataset.state = mode;
+}
+
+function renderControls() {
+  const busy = Boolean(state.status?.busy || state.status?.running);
+  ui.stop.disabled = !state.online || !busy;
+  ui.restart.disabled = !state.online || !state.status?.running;
+  const readOnly = state.viewing !== null;
+  ui.text.disabled = readOnly;
+  ui.send.disabled = readOnly;
+  ui.fileInput.disabled = readOnly;
+}
+
+function renderSessions() {
+  const hasList = state.sessions.length > 0;
+  ui.sessions.hidden = !hasList;
+  ui.toggleSessions.hidden = !hasList;
+  const shown = state.viewing ?? state.chatSessionId;
+  ui.sessionList.replaceChildren(
+    ...state.sessions.map((session) =>
+      sessionNode(session, {
+        current: session.sessionId === shown,
+        onOpen: () => openSession(session.sessionId),
+      }),
+    ),
+  );
+}
+
+function renderAttachments() {
+  ui.attachments.replaceChildren(
+    ...state.attachments.map((attachment, index) => {
+      const item = document.createElement("li");
+      const preview = document.createElement("img");
+      preview.src = attachment.url;
+      preview.alt = `Photo ${index + 1} to send`;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "×";
+      remove.setAttribute("aria-label", `Remove photo ${index + 1}`);
+      remove.addEventListener("click", () => {
+        URL.revokeObjectURL(attachment.url);
+        state.attachments.splice(index, 1);
+        renderAttachments();
+      });
+      item.append(preview, remove);
+      return item;
+    }),
+  );
+}
+
+function showNotice(text, action = null) {
+  ui.notice.replaceChildren(text);
+  if (action !== null) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = action.label;
+    button.addEventListener("click", action.run);
+    ui.notice.append(button);
+  }
+  ui.notice.hidden = false;
+}
+
+function hideNotice() {
+  ui.notice.hidden = true;
+}
+
+// --- Sessions -----------------------------------------------------------------------
+
+async function openSession(sessionId) {
+  state.viewing = sessionId === state.chatSessionId ? null : sessionId;
+  state.shownSessionId = null;
+  state.entries = [];
+  state.firstIndex = 0;
+  ui.sessions.classList.remove("open");
+  ui.toggleSessions.setAttribute("aria-expanded", "false");
+  if (state.viewing !== null) {
+    showNotice("An earlier session, read only.", { label: "Back to the chat", run: () => openSession(state.chatSessionId) });
+  } else {
+    hideNotice();
+  }
+  renderSessions();
+  await refresh();
+  render({ toBottom: true });
+}
+
+// --- The composer -------------------------------------------------------------------
+
+function readPhoto(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.addEventListener("load", () => {
+      // A data: URL; the box wants the base64 after the comma.
+      const data = String(reader.result).split(",", 2)[1] ?? "";
+      resolve({ mediaType: file.type, data, url: URL.createObjectURL(file) });
+    });
+    reader.addEventListener("error", () => reject(reader.error));
+    reader.readAsDataURL(file);
+  });
+}
+
+async function attach(files) {
+  for (const file of files) {
+    if (!PHOTO_TYPES.has(file.type)) {
+      showNotice(`${file.name || "That file"} is not a photo the box keeps (PNG, JPEG, GIF, WebP).`);
+      continue;
+    }
+    state.attachments.push(await readPhoto(file));
+  }
+  renderAttachments();
+}
+
+function submit() {
+  if (state.viewing !== null) return;
+  const text = ui.text.value.trim();
+  if (text === "" && state.attachments.length === 0) return;
+  const attachments = state.attachments;
+  state.attachments = [];
+  renderAttachments();
+  ui.text.value = "";
+  fitComposer();
+  sendMessage(
+    text,
+    attachments.map(({ mediaType, data }) => ({ mediaType, data })),
+  );
+  const item = [...state.outbox.values()].at(-1);
+  if (item) {
+    item.previews = attachments.map(({ url }) => url);
+    nodeCache.delete(item.entry.uuid);
+    render({ toBottom: true });
+  }
+}
+
+function fitComposer() {
+  ui.text.style.height = "auto";
+  ui.text.style.height = `${ui.text.scrollHeight + 2}px`;
+}
+
+function wireComposer() {
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  ui.text.addEventListener("keydown", (event) => {
+    // Enter sends; Shift+Enter (or an IME composing text) makes a new line.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  ui.text.addEventListener("input", fitComposer);
+  ui.text.addEventListener("paste", (event) => {
+    const files = [...(event.clipboardData?.files ?? [])];
+    if (files.length > 0) {
+      event.preventDefault();
+      attach(files);
+    }
+  });
+  ui.fileInput.addEventListener("change", () => {
+    attach([...ui.fileInput.files]);
+    ui.fileInput.value = "";
+  });
+  for (const name of ["dragenter", "dragover"]) {
+    ui.composer.addEventListener(name, (event) => {
+      event.preventDefault();
+      ui.composer.classList.add("dragging");
+    });
+  }
+  ui.composer.addEventListener("dragleave", () => ui.composer.classList.remove("dragging"));
+  ui.composer.addEventListener("drop", (event) => {
+    event.preventDefault();
+    ui.composer.classList.remove("dragging");
+    attach([...(event.dataTransfer?.files ?? [])]);
+  });
+}
+
+// --- Start --------------------------------------------------------------------------
+
+function wireControls() {
+  ui.loadEarlier.addEventListener("click", loadEarlier);
+  ui.stop.addEventListener("click", async () => {
+    try {
+      state.status = (await api.stop()).status;
+    } catch (error) {
+      showNotice(`Stop failed: ${error.message}`);
+    }
+    refresh();
+  });
+  ui.restart.addEventListener("click", async () => {
+    try {
+      state.status = (await api.restart()).status;
+    } catch (error) {
+      showNotice(`Restart failed: ${error.message}`);
+    }
+    refresh();
+  });
+  ui.toggleSessions.addEventListener("click", () => {
+    const open = ui.sessions.classList.toggle("open");
+    ui.toggleSessions.setAttribute("aria-expanded", String(open));
+    if (open) ui.sessionList.querySelector("button")?.focus();
+  });
+  document.addEventListener("keydown", (event) => {
+    // Escape closes the folded-out session list on a narrow screen.
+    if (event.key === "Escape" && ui.sessions.classList.contains("open")) {
+      ui.sessions.classList.remove("open");
+      ui.toggleSessions.setAttribute("aria-expanded", "false");
+      ui.toggleSessions.focus();
+    }
+  });
+}
+
+restorePending();
+wireComposer();
+wireControls();
+render();
+connectEvents();
+refresh();
+refreshSessions();
+ui.text.focus();

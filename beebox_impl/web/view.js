@@ -1,0 +1,137 @@
+// Turning history entries into DOM nodes. Text is only ever set as text (never as
+// HTML): a transcript is data, and the page's CSP forbids inline script besides.
+
+import { mediaUrl } from "./api.js";
+import { IMAGE_NOT_DISPLAYED } from "./reconcile.js";
+
+// What a pending message's state reads as, beside it.
+const STATE_LABELS = {
+  sending: "Sending…",
+  sent: "Sent",
+  queued: "Queued",
+  failed: "Not sent — retrying",
+  error: "Recorded, but the chat could not take it",
+  rejected: "Refused",
+  accepted: "Waiting for the transcript",
+};
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function blobUrlFromBase64(mediaType, base64) {
+  const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
+  return URL.createObjectURL(new Blob([bytes], { type: mediaType || "application/octet-stream" }));
+}
+
+function photo(src, alt) {
+  const image = element("img", "photo");
+  // Lazy: scrolling back through an old conversation fetches one photo at a time,
+  // and never the ones nobody scrolls to.
+  image.loading = "lazy";
+  image.decoding = "async";
+  image.alt = alt;
+  image.src = src;
+  return image;
+}
+
+// A text block, with each `[image not displayed]` (a failed upload) set apart.
+function textBlock(text) {
+  const paragraph = element("p", "block-text");
+  const parts = text.split(IMAGE_NOT_DISPLAYED);
+  parts.forEach((part, index) => {
+    if (index > 0) paragraph.append(element("span", "block-missing", IMAGE_NOT_DISPLAYED));
+    if (part !== "") paragraph.append(part);
+  });
+  return paragraph;
+}
+
+function imageBlock(block) {
+  if (block.imageRef) return photo(mediaUrl(block.imageRef), "Photo");
+  if (block.dataBase64) return photo(blobUrlFromBase64(block.mediaType, block.dataBase64), "Photo");
+  if (block.imageUrl) return element("p", "block-missing", `[photo at ${block.imageUrl}]`);
+  return element("p", "block-missing", IMAGE_NOT_DISPLAYED);
+}
+
+function detailsBlock(summary, body) {
+  const details = element("details", "block-tool");
+  details.append(element("summary", "", summary));
+  if (body) details.append(element("p", "block-text", body));
+  return details;
+}
+
+function contentBlock(block) {
+  switch (block.type) {
+    case "text":
+      return textBlock(block.text ?? "");
+    case "image":
+      return imageBlock(block);
+    case "tool_use":
+      return detailsBlock(`Used ${block.toolName ?? "a tool"}`, block.inputSummary);
+    case "tool_result":
+      return detailsBlock("Tool result", block.resultSummary);
+    case "thinking":
+      return element("p", "block-thinking", block.text ?? "");
+    default:
+      return element("p", "block-missing", `[${block.type}]`);
+  }
+}
+
+function clockTime(timestamp) {
+  const moment = new Date(timestamp);
+  if (Number.isNaN(moment.getTime())) return "";
+  return moment.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+/** A history entry (or a pending one: `state`, `previews`, `onRetry`) as a list item. */
+export function messageNode(entry, { state = null, previews = [], onRetry = null } = {}) {
+  const item = element("li", `message ${entry.type}`);
+  item.dataset.uuid = entry.uuid;
+  if (state !== null) {
+    item.dataset.state = state;
+    item.classList.add("pending");
+  }
+  const speaker = entry.type === "user" ? entry.user ?? "You" : "Box";
+  item.setAttribute("aria-label", `${speaker}, ${clockTime(entry.timestamp)}`);
+  for (const block of entry.content ?? []) item.append(contentBlock(block));
+  // The photos of a message not yet in the transcript: the composer's own copies.
+  for (const preview of previews) item.append(photo(preview, "Photo (sending)"));
+  const meta = element("div", "meta");
+  meta.append(element("time", "", clockTime(entry.timestamp)));
+  if (state !== null) {
+    meta.append(element("span", "badge", STATE_LABELS[state] ?? state));
+    if (onRetry !== null) {
+      const retry = element("button", "retry", "Retry now");
+      retry.type = "button";
+      retry.addEventListener("click", onRetry);
+      meta.append(retry);
+    }
+  }
+  item.append(meta);
+  return item;
+}
+
+/** The assistant's turn as it streams in, before the transcript has it. */
+export function liveNode(key, text) {
+  const item = element("li", "message assistant live");
+  item.dataset.live = key;
+  item.setAttribute("aria-label", "Box, answering");
+  item.append(textBlock(text));
+  return item;
+}
+
+/** One session of the list: its husk title and what it contains. */
+export function sessionNode(session, { current, onOpen }) {
+  const item = element("li");
+  const button = element("button");
+  button.type = "button";
+  button.setAttribute("aria-current", current ? "true" : "false");
+  button.append(element("span", "title", session.title ?? `Session ${session.sessionId.slice(0, 8)}`));
+  if (session.contains) button.append(element("span", "contains", session.contains));
+  button.addEventListener("click", onOpen);
+  item.append(button);
+  return item;
+}
