@@ -31,7 +31,7 @@ from beebox_impl.box import Box
 from beebox_impl.services.bootstrap import Bootstrap
 from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
 from beebox_impl.services.send import InvalidRequest, SendFailed, parse_send_body
-from beebox_impl.transcript import MediaFound, PageSlice, TailSlice
+from beebox_impl.transcript import MediaFound, MediaMissingReason, PageSlice, TailSlice
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
 from beebox_impl.web.sessions import list_chat_sessions
@@ -42,6 +42,7 @@ from beebox_spec.transcript import InvalidHistorySlice
 
 __all__ = [
     "MEDIA_HEADERS",
+    "MEDIA_MISSING_MESSAGES",
     "MEDIA_PREFIX",
     "ROUTES",
     "STATIC_PREFIX",
@@ -53,6 +54,7 @@ __all__ = [
     "StreamReply",
     "error_reply",
     "find_route",
+    "media_missing_status",
 ]
 
 T = TypeVar("T")
@@ -265,9 +267,17 @@ def _media(exchange: Exchange) -> Reply:
         return error_reply(400, "Malformed media reference")
     if isinstance(found, MediaFound):
         return BytesReply(200, found.media_type, found.data, MEDIA_HEADERS)
-    if found.reason == "too-large":
-        return error_reply(413, "Transcript entry too large to read")
-    return error_reply(404, "Not found")
+    status = media_missing_status(found.reason)
+    return error_reply(status, MEDIA_MISSING_MESSAGES[status])
+
+
+# original-facts §1.7: a line too large to read is 413; every other miss is one 404.
+MEDIA_MISSING_MESSAGES: Final = {413: "Transcript entry too large to read", 404: "Not found"}
+
+
+def media_missing_status(reason: MediaMissingReason) -> int:
+    """The status the media route answers for a photo that is not served (§1.7)."""
+    return 413 if reason == "too-large" else 404
 
 
 def _control(

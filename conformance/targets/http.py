@@ -27,6 +27,7 @@ compared only where it cannot depend on the chat being busy.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import json
 import time
@@ -34,9 +35,12 @@ import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Final
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
+from beebox_impl.http.routes import media_missing_status
 from beebox_spec.entries import MAX_SESSION_ENTRIES
+from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.media import SAFE_ID_RE
 from conformance.targets import HandlerTable
 
 __all__ = [
@@ -173,13 +177,14 @@ def http_handlers(url: str, token: str) -> HandlerTable:
 
 
 def served_transcript_handlers(host: HttpHost, write_transcript: TranscriptWriter) -> HandlerTable:
-    """`transcript/entries` through a served box's API: ``GET /api/chat/history``.
+    """`transcript/entries` and `media/extract` through a served box's API.
 
     For a box whose transcripts this process can write (`python -m conformance
     --serve` starts one): each case's lines become the transcript of its session
     (``write_transcript``), and the host's history of it, read as one page from
-    the top, is the answer. The other transcript and media kinds have no API
-    that answers in their shapes (a route folds several reasons into one status).
+    the top, is the answer; `ServedMediaExtract` reads photos back by reference.
+    `transcript/read-lines` and `media/find-line` have no route that answers in
+    their shapes (line classes, line numbers), so a served box leaves them out.
     """
 
     def entries(case_input: Any) -> Any:
@@ -192,4 +197,69 @@ def served_transcript_handlers(host: HttpHost, write_transcript: TranscriptWrite
             return {"status": status, "body": answer[:200].decode("utf-8", "replace")}
         return json.loads(answer)["entries"]
 
-    return {"transcript/entries": entries}
+    return {
+        "transcript/entries": entries,
+        "media/extract": ServedMediaExtract(host, write_transcript),
+    }
+
+
+# The session every served media/extract case's line is written to.
+_MEDIA_SESSION: Final = "conformance-media"
+# The id given to a line that has none of its own, so the route can address it.
+_MEDIA_UUID: Final = "conformance-line"
+
+
+class ServedMediaExtract:
+    """`media/extract` through ``GET /api/session-media/<ref>`` of a served box.
+
+    The case's line is the session's whole transcript; its own top-level ``uuid``
+    addresses it (a line without one gets ``"uuid"`` inserted as its first key, the
+    rest of its bytes untouched). The route answers the photo (200) or a status
+    (§1.7: 413 for a line too large to read, one 404 for every other miss), so a
+    missing photo is compared as that status: `project` turns the expected reason
+    into the status the route must answer for it.
+    """
+
+    def __init__(self, host: HttpHost, write_transcript: TranscriptWriter) -> None:
+        self._host = host
+        self._write_transcript = write_transcript
+
+    def __call__(self, case_input: Any) -> Any:
+        line, uuid = _addressable(str(case_input["line"]))
+        self._write_transcript(_MEDIA_SESSION, line.encode("utf-8", "surrogatepass"))
+        ref = quote(f"{_MEDIA_SESSION}/{uuid}/{int(case_input['index'])}", safe="/")
+        status, headers, body = self._host.request("GET", f"/api/session-media/{ref}")
+        if status != 200:
+            return {"ok": False, "status": status}
+        return {
+            "ok": True,
+            "mediaType": headers.get("content-type", ""),
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "size": len(body),
+        }
+
+    @staticmethod
+    def project(expect: Any, got: Any) -> Any:
+        """A miss answered with the status its expected reason maps to reads as expected."""
+        if (
+            isinstance(expect, dict)
+            and expect.get("ok") is False
+            and isinstance(got, dict)
+            and got.get("status") == media_missing_status(expect["reason"])
+        ):
+            return expect
+        return got
+
+
+def _addressable(line: str) -> tuple[str, str]:
+    # The line and the id that addresses it: its own, or one inserted in front.
+    parsed = parse_json_object_or_none(line)
+    if parsed is None:
+        return line, _MEDIA_UUID  # unparsable: no line has that id, as for any miss
+    own = parsed.get("uuid")
+    if isinstance(own, str) and SAFE_ID_RE.fullmatch(own):
+        return line, own
+    if "uuid" in parsed:
+        return line, _MEDIA_UUID  # an id the route cannot carry: a miss
+    opening = line.index("{") + 1
+    return f'{line[:opening]}"uuid":"{_MEDIA_UUID}",{line[opening:]}', _MEDIA_UUID

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +12,7 @@ import pytest
 from conformance.__main__ import main as conformance_main
 from conformance.runner import PACKAGED_VECTORS
 from conformance.serve import served_box
-from conformance.targets.http import HttpHost, served_transcript_handlers
+from conformance.targets.http import HttpHost, ServedMediaExtract, served_transcript_handlers
 
 
 def test_the_served_box_answers_http_and_transcript_vectors(
@@ -35,3 +38,34 @@ def test_a_history_that_differs_from_the_transcript_fails_the_case(tmp_path: Pat
         placed = served_transcript_handlers(host, served.write_transcript)
         (entry,) = placed["transcript/entries"]({"sessionId": "s-1", "lines": [line]})
         assert entry["uuid"] == "u-1"
+
+
+def test_a_photo_is_read_back_through_the_media_route_and_misses_by_status() -> None:
+    photo = base64.b64encode(b"\x89PNG" + bytes(range(256)) * 8).decode()
+    line = json.dumps(
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                 "data": photo}},
+                ]
+            },
+        },
+        separators=(",", ":"),  # as transcripts are written: the payload rule needs it
+    )  # fmt: skip
+    with served_box() as served:
+        extract = ServedMediaExtract(HttpHost(served.url, served.token), served.write_transcript)
+        got = extract({"line": line, "index": 0})
+        assert got == {
+            "ok": True,
+            "mediaType": "image/png",
+            "sha256": hashlib.sha256(base64.b64decode(photo)).hexdigest(),
+            "size": len(base64.b64decode(photo)),
+        }
+        assert extract({"line": line, "index": 1}) == {"ok": False, "status": 404}
+    # A miss passes only with the status its reason maps to.
+    no_image = {"ok": False, "reason": "no-such-image"}
+    assert ServedMediaExtract.project(no_image, {"ok": False, "status": 404}) == no_image
+    too_large = {"ok": False, "reason": "too-large"}
+    assert ServedMediaExtract.project(too_large, {"ok": False, "status": 404}) != too_large
