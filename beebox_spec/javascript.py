@@ -289,6 +289,7 @@ def _js_number_string(value: int | float) -> str:
 _MAX_ARRAY_INDEX: Final = 2**32 - 2
 _CANONICAL_INTEGER_RE: Final = re.compile(r"0|[1-9][0-9]*")
 
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 _JS_ESCAPES: Final = {
     '"': '\\"',
     "\\": "\\\\",
@@ -346,6 +347,16 @@ def _js_bracket(opening: str, parts: list[str], closing: str, gap: str, indentat
 
 def _js_quote(text: str) -> str:
     # QuoteJSONString: the short escapes, other controls and lone surrogates as \uXXXX.
+    # Python's encoder writes exactly those escapes (the same short forms, lower-case
+    # \u00XX for the other controls, nothing else escaped) except that it leaves a
+    # lone surrogate raw: without one, its answer is JavaScript's (and much faster).
+    if _SURROGATE_RE.search(text) is None:
+        return json.dumps(text, ensure_ascii=False)
+    return _js_quote_each(text)
+
+
+def _js_quote_each(text: str) -> str:
+    # QuoteJSONString as the specification writes it, one code unit at a time.
     out = ['"']
     for character in text:
         if character in _JS_ESCAPES:

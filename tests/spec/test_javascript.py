@@ -17,13 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue
-from beebox_spec.javascript import (
+from beebox_spec.javascript import (  # the quoting's two paths are compared directly
     JS_SPACE_CLASS,
     JS_SPACE_CLASS_ITEMS,
     JS_WHITESPACE,
     MISSING,
     JsValue,
     UnparsableJson,
+    _js_quote,
+    _js_quote_each,
     js_json_stringify,
     js_or,
     js_string,
@@ -286,6 +288,13 @@ def test_a_cut_is_the_longest_whole_prefix_that_fits(text: str, units: int) -> N
     assert utf16_length(cut) <= units
     # One more character would not fit (or there is none).
     assert cut == text or utf16_length(text[: len(cut) + 1]) > units
+
+
+@given(st.text(st.characters() | st.characters(categories=["Cs"])))
+def test_quoting_through_pythons_encoder_is_quoting_each_unit(text: str) -> None:
+    # The fast path (Python's encoder, for text without a lone surrogate) must
+    # write what QuoteJSONString writes unit by unit, for every text.
+    assert _js_quote(text) == _js_quote_each(text)
 
 
 @given(st.text(st.characters() | st.characters(categories=["Cs"])))
