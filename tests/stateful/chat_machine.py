@@ -292,6 +292,16 @@ class ChatSessionMachine(RuleBasedStateMachine):
         self.act(lambda: self.chat.enqueue(text))
         self.model.feed(spec.Enqueue(text))
 
+    @rule(text=TEXTS)
+    def send_or_enqueue(self, text: str) -> None:
+        """The HTTP route's one step: the spec's Send, and its Enqueue when refused,
+        with no engine event between them."""
+        sent = self.act(lambda: self.chat.send_or_enqueue(text))
+        accepted = self.model.feed(spec.Send(text))
+        if not accepted:
+            self.model.feed(spec.Enqueue(text))
+        assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
+
     def stop(self) -> None:
         self.act(self.chat.stop)
         self.model.feed(spec.Stop())
