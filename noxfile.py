@@ -112,3 +112,26 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/sessions.py", *session.posargs)
     session.run("python", "bench/box_http.py", *session.posargs)
     session.run("python", "bench/review.py", *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Each atheris fuzz target for ``--seconds`` (default 600) in turn (long; not in CI)."""
+    install(session, "test")
+    session.install("atheris")
+    for target in ("transcript", "media_ref", "media_extract", "card", "http"):
+        session.run("python", f"fuzz/fuzz_{target}.py", *(session.posargs or ["--seconds", "600"]))
+
+
+@nox.session
+def load(session: nox.Session) -> None:
+    """64 clients against `bbx serve` for 5 minutes (``-- --quick`` for a smoke run)."""
+    install(session)
+    session.run("python", "bench/load.py", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """kill -9 cycles under load, a full disk, a misbehaving engine (long; not in CI)."""
+    install(session, "claude")
+    session.run("python", "bench/faults.py", *session.posargs)

@@ -237,11 +237,10 @@ class Box:
                 queue_store=database.chat_queue,
                 session_id_store=SessionIdFile(paths.session_id),
             ) as session:
-                history = ChatHistoryService(
-                    paths.root,
-                    root,
-                    TranscriptIndexCache(shelf=IndexShelf.in_box_state(paths.state_dir)),
-                )
+                shelf = IndexShelf.in_box_state(paths.state_dir)
+                # A process killed mid-save left its temporary file: nobody else will.
+                await anyio.to_thread.run_sync(shelf.remove_leftovers)
+                history = ChatHistoryService(paths.root, root, TranscriptIndexCache(shelf=shelf))
                 relayed = session.subscribe()
                 turns = session.subscribe()
                 husk_turns = session.subscribe()

@@ -350,6 +350,8 @@ TRANSPORT_RESPONSES: Final[Mapping[int, str]] = {
     401: "Missing or wrong token (no detail)",
     405: "Method not allowed for this path (see the Allow header)",
 }
+# A route that takes no query parameter refuses any (`_query_strict`).
+NO_QUERY_RESPONSES: Final[Mapping[int, str]] = {400: "A query parameter: this route takes none"}
 BODY_RESPONSES: Final[Mapping[int, str]] = {
     400: "Malformed JSON, or a missing or unexpected field (the message names it)",
     411: "A body without Content-Length (chunked bodies are refused)",
@@ -464,7 +466,7 @@ ROUTES: Final[tuple[Route, ...]] = (
         match="/api/events",
         summary="Server-Sent Events: bus events and turn events, in order, with heartbeats",
         handler=_events,
-        responses={200: "text/event-stream"},
+        responses={200: "text/event-stream", **NO_QUERY_RESPONSES},
     ),
     _control_route("Stop", "stop", "Stop the chat's run and clear its queue", lambda b: b.stop),
     _control_route(
@@ -485,7 +487,8 @@ ROUTES: Final[tuple[Route, ...]] = (
         handler=_sessions,
         responses={
             200: "{sessions: [{sessionId, title, contains, card}]} (title/contains null"
-            " until the review wrote them)"
+            " until the review wrote them)",
+            **NO_QUERY_RESPONSES,
         },
     ),
     Route(
@@ -526,7 +529,7 @@ ROUTES: Final[tuple[Route, ...]] = (
         match="/api/openapi.json",
         summary="This document",
         handler=_openapi,
-        responses={200: "The OpenAPI 3.1 document"},
+        responses={200: "The OpenAPI 3.1 document", **NO_QUERY_RESPONSES},
     ),
 )
 

@@ -51,6 +51,7 @@ import ipaddress
 import json
 import logging
 import math
+import re
 import socket
 import threading
 import time
@@ -135,6 +136,15 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# The login URL's token in a logged request line (``GET /?token=… HTTP/1.1``).
+_TOKEN_IN_QUERY: Final = re.compile(r"([?&]token=)[^&\s\"]*")
+
+
+def _redact_token(message: str) -> str:
+    # The token must never reach a log, whatever level the host logs at.
+    return _TOKEN_IN_QUERY.sub(r"\1<redacted>", message)
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -271,10 +281,10 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("%s %s", self.address_string(), format % args)
+        _log.debug("%s %s", self.address_string(), _redact_token(format % args))
 
     def log_error(self, format: str, *args: Any) -> None:
-        _log.info("%s %s", self.address_string(), format % args)
+        _log.info("%s %s", self.address_string(), _redact_token(format % args))
 
     # --- Reading the request ---------------------------------------------------------
 

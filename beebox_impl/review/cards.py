@@ -147,6 +147,10 @@ def _load_mapping(head: str) -> CommentedMap:
         loaded = _yaml().load(head)
     except YAMLError as error:
         raise CardFormatError(f"front matter is not YAML: {error}") from None
+    except NotImplementedError as error:
+        # ruamel's round-trip loader refuses some valid YAML (comments it cannot place):
+        # a card it cannot keep byte for byte is one review must not rewrite.
+        raise CardFormatError(f"front matter this reader cannot round-trip: {error}") from None
     # An empty front matter is an empty mapping.
     if loaded is None:
         return CommentedMap()

@@ -32,6 +32,7 @@ without the dropped `"\\r"`), so `read_line_record_at` can read it again alone.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import re
 import stat
@@ -384,15 +385,29 @@ def _finish_line(
 
 
 def open_transcript(path: Path) -> BinaryIO | None:
-    """`path` opened for reading, or None when it is not a regular file.
+    """`path` opened for reading, or None when it is not a regular file of its folder.
 
-    Checked before opening: opening a FIFO would wait for a writer. Other failures
-    (missing, unreadable) raise their `OSError`.
+    Symbolic links are not followed, neither the file nor the folder it is in: a
+    transcript is a file the engine wrote in the box's project folder, and a link
+    planted there must not serve another folder's files. Opened without blocking
+    (a FIFO would wait for a writer), then checked. Other failures (missing,
+    unreadable) raise their `OSError`.
     """
-    # A directory, a FIFO, a device: not a transcript.
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    # A link as the transcript's folder would lead out of the projects folder.
+    if stat.S_ISLNK(os.lstat(path.parent).st_mode):
         return None
-    return path.open("rb", buffering=0)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        # ELOOP: the file itself is a link.
+        if error.errno == errno.ELOOP:
+            return None
+        raise
+    # A directory, a FIFO, a device: not a transcript.
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        return None
+    return os.fdopen(descriptor, "rb", buffering=0)
 
 
 def read_line_records(path: Path, *, block_size: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineRecord]:

@@ -33,6 +33,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 from array import array
@@ -57,6 +58,10 @@ _ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys
 _DIGEST_BYTES: Final = 16
 # A header larger than this is not one of ours.
 _MAX_HEADER_BYTES: Final = 64 * 1024 * 1024
+
+
+# What `IndexShelf.save` names its temporary files (`tempfile.mkstemp`'s random part).
+_TEMPORARY: Final = re.compile(r"\.[a-z0-9_]+\.idx\.tmp")
 
 
 class _Malformed(Exception):
@@ -108,6 +113,25 @@ class IndexShelf:
             self._file_for(os.fspath(path)).unlink(missing_ok=True)
         except OSError as error:
             _log.warning("could not remove the shelved index of %s: %s", path, error)
+
+    def remove_leftovers(self) -> int:
+        """Remove the temporary files of saves that never finished (a killed process).
+
+        Run when a box opens. A save in flight in another process at that moment
+        loses its write, which costs that process's next read a pass, nothing more.
+        """
+        removed = 0
+        try:
+            leftovers = [p for p in self.directory.iterdir() if _TEMPORARY.fullmatch(p.name)]
+        except OSError:
+            return 0
+        for leftover in leftovers:
+            try:
+                leftover.unlink()
+                removed += 1
+            except OSError as error:
+                _log.debug("could not remove %s: %s", leftover, error)
+        return removed
 
     def save(self, index: TranscriptIndex) -> None:
         """Shelve `index` (replacing any earlier one for its path); failures are logged."""

@@ -1,0 +1,320 @@
+"""Load: N concurrent clients against a `bbx serve` child on loopback (issue 9 §2).
+
+Each client holds one keep-alive connection and an SSE listener of its own
+(``GET /api/events``), and loops over a mix of operations for the whole run:
+
+- ``send``: ``POST /api/chat/send`` with a photo (a fresh ``messageId`` each);
+- ``history``: ``GET /api/chat/history?tail=20`` (the chat's last entries);
+- ``media``: ``GET /api/session-media/<ref>`` of a photo a history read listed;
+- ``bootstrap``: ``GET /api/chat/bootstrap?tail=20``.
+
+It reports the throughput, p50/p99 latency per operation, errors (any answer but
+2xx, any connection failure, any event stream that ended early; target 0), the
+events the listeners received, and the server's RSS and open file descriptors
+at the start (after a warm-up) and at the end (target: flat), sampled along
+the way. The server is the embedded default (`EchoEngine`), so what is measured
+is the box: HTTP, the acceptance record, the session, transcripts and media.
+
+Run it: ``python bench/load.py`` (64 clients, 300 s), ``--quick`` (8 clients,
+20 s), or ``--clients N --seconds S``; ``--json FILE`` keeps the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MIX = (("send", 2), ("history", 4), ("media", 3), ("bootstrap", 1))
+# Over the strip mark once base64-encoded (256 KiB a line): served back by reference.
+PHOTO_BYTES = 256 * 1024
+
+
+@dataclass
+class Server:
+    """The `bbx serve` child: where it listens and its token."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    token: str
+
+    def usage(self) -> tuple[float, int]:
+        """RSS (MiB) and open file descriptors of the server process now."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        rss_kib = next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
+        )
+        return rss_kib / 1024, len(os.listdir(f"/proc/{self.process.pid}/fd"))
+
+
+def start_server(box: Path, projects: Path, log: Path) -> Server:
+    """Start ``bbx serve`` on a free loopback port and read its first line."""
+    environment = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
+    with log.open("wb") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "beebox_impl.cli", "serve", "--box", str(box), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=environment,
+        )
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    if not line.startswith("beebox serving "):
+        process.kill()
+        raise SystemExit(f"bbx serve did not start: {line!r} {log.read_text()}")
+    address, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+    return Server(process, int(address.rsplit(":", 1)[1]), token)
+
+
+@dataclass
+class Tally:
+    """What every client saw, merged under a lock."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {op: [] for op, _ in MIX})
+    errors: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+    refs: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def error(self, what: str) -> None:
+        with self.lock:
+            self.errors[what] = self.errors.get(what, 0) + 1
+
+
+class Client:
+    """One client: a keep-alive connection, its own random mix, its own event listener."""
+
+    def __init__(self, server: Server, tally: Tally, number: int, photo: str) -> None:
+        self.server = server
+        self.tally = tally
+        self.number = number
+        self.photo = photo
+        self.random = random.Random(number)
+        self.connection: http.client.HTTPConnection | None = None
+        self.headers = {"Authorization": f"Bearer {server.token}"}
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        headers = dict(self.headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(2):
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection(
+                    "127.0.0.1", self.server.port, timeout=120
+                )
+            try:
+                self.connection.request(method, path, body=body, headers=headers)
+                answer = self.connection.getresponse()
+                return answer.status, answer.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # The server closed an idle keep-alive connection: open another once.
+                self.connection.close()
+                self.connection = None
+                if attempt == 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def one(self, operation: str) -> None:
+        if operation == "send":
+            body = {
+                "message": f"client {self.number} says {uuid.uuid4().hex[:8]}",
+                "messageId": str(uuid.uuid4()),
+                "images": [{"mediaType": "image/png", "data": self.photo}],
+            }
+            path, data = "/api/chat/send", json.dumps(body).encode()
+            status, answer = self._request("POST", path, data)
+        elif operation == "history":
+            status, answer = self._request("GET", "/api/chat/history?tail=20")
+            if status == 200:
+                self._harvest(answer)
+            elif status == 404:
+                status = 200  # no chat session yet (before the first turn): an answer
+        elif operation == "media":
+            with self.tally.lock:
+                ref = self.random.choice(self.tally.refs) if self.tally.refs else None
+            if ref is None:
+                return
+            status, answer = self._request("GET", f"/api/session-media/{ref}")
+        else:
+            status, answer = self._request("GET", "/api/chat/bootstrap?tail=20")
+        if not 200 <= status < 300:
+            self.tally.error(f"{operation} {status}")
+
+    def _harvest(self, answer: bytes) -> None:
+        refs = [
+            block["imageRef"]
+            for entry in json.loads(answer)["entries"]
+            for block in entry["content"]
+            if "imageRef" in block
+        ]
+        if refs:
+            with self.tally.lock:
+                self.tally.refs.extend(refs[-2:])
+                del self.tally.refs[:-256]
+
+    def run(self, stop_at: float) -> None:
+        operations = [op for op, weight in MIX for _ in range(weight)]
+        latencies: dict[str, list[float]] = {op: [] for op, _ in MIX}
+        while time.monotonic() < stop_at:
+            operation = self.random.choice(operations)
+            started = time.perf_counter()
+            try:
+                self.one(operation)
+            except (OSError, http.client.HTTPException) as error:
+                self.tally.error(f"{operation} {type(error).__name__}")
+                self.connection = None
+                continue
+            latencies[operation].append(time.perf_counter() - started)
+        if self.connection is not None:
+            self.connection.close()
+        with self.tally.lock:
+            for operation, values in latencies.items():
+                self.tally.latencies[operation].extend(values)
+
+
+def listen(server: Server, tally: Tally, stop: threading.Event, ready: threading.Barrier) -> None:
+    """Hold an event stream until ``stop``; an early end is an error."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    events = 0
+    try:
+        connection.request(
+            "GET", "/api/events", headers={"Authorization": f"Bearer {server.token}"}
+        )
+        answer = connection.getresponse()
+        if answer.status != 200:
+            tally.error(f"events {answer.status}")
+            return
+        assert answer.fp is not None
+        ready.wait()
+        while not stop.is_set():
+            try:
+                line = answer.fp.readline()
+            except TimeoutError:
+                continue
+            if not line:
+                if not stop.is_set():
+                    tally.error("events ended early")
+                return
+            if line.startswith(b"event:"):
+                events += 1
+    except (OSError, http.client.HTTPException) as error:
+        if not stop.is_set():
+            tally.error(f"events {type(error).__name__}")
+    finally:
+        connection.close()
+        with tally.lock:
+            tally.events += events
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def run(clients: int, seconds: float, folder: Path) -> dict[str, Any]:
+    """The load run; its figures."""
+    server = start_server(folder / "box", folder / "projects", folder / "serve.log")
+    tally = Tally()
+    photo = base64.b64encode(random.Random(7).randbytes(PHOTO_BYTES)).decode("ascii")
+    stop = threading.Event()
+    ready = threading.Barrier(clients + 1)
+    listeners = [
+        threading.Thread(target=listen, args=(server, tally, stop, ready), daemon=True)
+        for _ in range(clients)
+    ]
+    for thread in listeners:
+        thread.start()
+    ready.wait(timeout=60)
+    # Warm-up: a first turn, so the chat has a session and history has photos.
+    Client(server, tally, -1, photo).one("send")
+    time.sleep(1.0)
+    Client(server, tally, -2, photo).one("history")
+    start_usage = server.usage()
+    samples: list[tuple[float, float, int]] = [(0.0, *start_usage)]
+    started = time.monotonic()
+    stop_at = started + seconds
+    workers = [
+        threading.Thread(target=Client(server, tally, n, photo).run, args=(stop_at,))
+        for n in range(clients)
+    ]
+    for thread in workers:
+        thread.start()
+    while any(thread.is_alive() for thread in workers):
+        time.sleep(min(10.0, max(0.5, seconds / 30)))
+        samples.append((time.monotonic() - started, *server.usage()))
+    for thread in workers:
+        thread.join()
+    elapsed = time.monotonic() - started
+    end_usage = server.usage()
+    stop.set()
+    for thread in listeners:
+        thread.join(timeout=10)
+    server.process.send_signal(signal.SIGTERM)
+    exit_code = server.process.wait(timeout=120)
+    total = sum(len(values) for values in tally.latencies.values())
+    return {
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "operations": total,
+        "throughput_per_s": round(total / elapsed, 1),
+        "per_operation": {
+            op: {
+                "count": len(values),
+                "p50_ms": round(1000 * percentile(values, 0.50), 1),
+                "p99_ms": round(1000 * percentile(values, 0.99), 1),
+                "mean_ms": round(1000 * statistics.fmean(values), 1) if values else 0.0,
+            }
+            for op, values in tally.latencies.items()
+        },
+        "errors": dict(sorted(tally.errors.items())),
+        "error_count": sum(tally.errors.values()),
+        "events_received": tally.events,
+        "rss_mib": {"start": round(start_usage[0], 1), "end": round(end_usage[0], 1)},
+        "open_fds": {"start": start_usage[1], "end": end_usage[1]},
+        "samples": [(round(t, 1), round(rss, 1), fds) for t, rss, fds in samples],
+        "server_exit_code": exit_code,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--quick", action="store_true", help="8 clients for 20 s (a smoke run)")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args(argv)
+    clients, seconds = (8, 20.0) if args.quick else (args.clients, args.seconds)
+    with tempfile.TemporaryDirectory(prefix="bbx-load-") as folder:
+        figures = run(clients, seconds, Path(folder))
+    print(f"load: {figures['clients']} clients, {figures['seconds']} s on loopback")
+    print(f"  throughput       {figures['throughput_per_s']} requests/s ({figures['operations']})")
+    for operation, row in figures["per_operation"].items():
+        p50, p99 = row["p50_ms"], row["p99_ms"]
+        print(f"  {operation:<10} n={row['count']:<7} p50 {p50:>8} ms   p99 {p99:>8} ms")
+    print(f"  errors           {figures['error_count']} (target 0) {figures['errors'] or ''}")
+    print(f"  events received  {figures['events_received']} on {figures['clients']} streams")
+    rss, fds = figures["rss_mib"], figures["open_fds"]
+    print(f"  server RSS       {rss['start']} MiB -> {rss['end']} MiB (target: flat)")
+    print(f"  server open fds  {fds['start']} -> {fds['end']} (target: flat)")
+    print(f"  clean exit       {figures['server_exit_code'] == 0}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0 if figures["error_count"] == 0 and figures["server_exit_code"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
