@@ -35,6 +35,7 @@ from beebox_impl.session.events import (
     StartFailed,
     Task,
     TurnText,
+    follow_events,
 )
 from beebox_spec.entries import JsonObject
 
@@ -102,12 +103,12 @@ async def relay_chat_events(
     the session says in between is missed). Should the relay itself fall a whole
     buffer behind, it says so with an ``events-lost`` event and listens again.
     """
-    while True:
-        with events:
-            async for event in events:
-                hub.publish(event.name, chat_event_data(event))
-            if not events.overflowed:
-                return
+
+    async def relay(event: ChatEvent) -> None:
+        hub.publish(event.name, chat_event_data(event))
+
+    def say_lost() -> None:
         _log.warning("the event relay fell behind; some turn events were lost")
         hub.publish("events-lost", {})
-        events = session.subscribe()
+
+    await follow_events(session.subscribe, events, relay, on_overflow=say_lost)

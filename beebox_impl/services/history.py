@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import ChatEvent, Done, EventSubscription
+from beebox_impl.session.events import ChatEvent, Done, EventSubscription, follow_events
 from beebox_impl.transcript import (
     MediaFound,
     MediaMissing,
@@ -114,16 +114,14 @@ async def keep_indexes_current(
     indexing then costs the turn's bytes, and the next history read, in this
     process or (through the shelf) the next one, finds the index current.
     """
-    while True:
-        with events:
-            async for event in events:
-                session_id = session.session_id
-                if isinstance(event, Done) and session_id is not None:
-                    try:
-                        await history.index_transcript(session_id)
-                    except InvalidSessionId:
-                        _log.debug("not indexing session %r: not a transcript id", session_id)
-            if not events.overflowed:
-                return
-        # Fell a buffer behind: the next turn's indexing reads whatever was missed.
-        events = session.subscribe()
+
+    async def index_after_turn(event: ChatEvent) -> None:
+        session_id = session.session_id
+        if isinstance(event, Done) and session_id is not None:
+            try:
+                await history.index_transcript(session_id)
+            except InvalidSessionId:
+                _log.debug("not indexing session %r: not a transcript id", session_id)
+
+    # A listener that fell behind: the next turn's indexing reads whatever was missed.
+    await follow_events(session.subscribe, events, index_after_turn)

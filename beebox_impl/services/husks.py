@@ -25,7 +25,7 @@ from beebox_impl.review.cards import HuskCard, ensure_chat_husk, reconcile_husk_
 from beebox_impl.review.origin import MachineOrigin
 from beebox_impl.review.walk import first_message_title
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import ChatEvent, Done, EventSubscription
+from beebox_impl.session.events import ChatEvent, Done, EventSubscription, follow_events
 from beebox_impl.transcript.location import InvalidSessionId
 
 __all__ = ["TranscriptPathFor", "keep_husks", "stamp_old_husks"]
@@ -64,26 +64,24 @@ async def keep_husks(
     tries again.
     """
     husked: set[str] = set()
-    while True:
-        with events:
-            async for event in events:
-                session_id = session.session_id
-                if not isinstance(event, Done) or session_id is None or session_id in husked:
-                    continue
-                try:
-                    path = transcript_path_for(session_id)
-                    await anyio.to_thread.run_sync(
-                        partial(_make_husk, box_root, session_id, origin, now(), path)
-                    )
-                except InvalidSessionId:
-                    _log.warning("no husk for session %r: not a transcript id", session_id)
-                except OSError as error:
-                    _log.warning("could not make the husk of %s: %s", session_id, error)
-                    continue
-                husked.add(session_id)
-            if not events.overflowed:
-                return
-        events = session.subscribe()
+
+    async def husk_after_turn(event: ChatEvent) -> None:
+        session_id = session.session_id
+        if not isinstance(event, Done) or session_id is None or session_id in husked:
+            return
+        try:
+            path = transcript_path_for(session_id)
+            await anyio.to_thread.run_sync(
+                partial(_make_husk, box_root, session_id, origin, now(), path)
+            )
+        except InvalidSessionId:
+            _log.warning("no husk for session %r: not a transcript id", session_id)
+        except OSError as error:
+            _log.warning("could not make the husk of %s: %s", session_id, error)
+            return
+        husked.add(session_id)
+
+    await follow_events(session.subscribe, events, husk_after_turn)
 
 
 def stamp_old_husks(

@@ -38,7 +38,7 @@ gone (the session's state, not its event log, is the record).
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import ClassVar, Generic, Literal, TypeAlias, TypeVar
@@ -63,6 +63,7 @@ __all__ = [
     "Task",
     "ThreadSessionEvent",
     "TurnText",
+    "follow_events",
 ]
 
 # Room for a few turns' worth of messages before a listener that stopped reading is cut off.
@@ -263,3 +264,28 @@ class EventFanout(Generic[EventT]):
         for subscription in self._subscribers:
             subscription._end()
         self._subscribers = []
+
+
+async def follow_events(
+    subscribe: Callable[[], EventSubscription[EventT]],
+    events: EventSubscription[EventT],
+    on_event: Callable[[EventT], Awaitable[None]],
+    *,
+    on_overflow: Callable[[], None] | None = None,
+) -> None:
+    """Hand each event to ``on_event`` until the stream ends (the session closed).
+
+    ``events`` is a subscription taken before the caller's task started, so nothing
+    said in between is missed. A listener cut off for falling a whole buffer behind
+    is told (``on_overflow``) and subscribes again: it carries on from the
+    session's next event, the ones in between lost.
+    """
+    while True:
+        with events:
+            async for event in events:
+                await on_event(event)
+            if not events.overflowed:
+                return
+        if on_overflow is not None:
+            on_overflow()
+        events = subscribe()
