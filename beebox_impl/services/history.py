@@ -107,21 +107,30 @@ def index_current(path: Path, cache: TranscriptIndexCache) -> None:
 async def keep_indexes_current(
     session: ChatSession, history: ChatHistoryService, events: EventSubscription[ChatEvent]
 ) -> None:
-    """After each turn, index what it appended to the chat's transcript.
+    """Index the chat's transcript at start, then what each turn appends to it.
 
-    ``events`` is a subscription taken before this task started. A turn's end is
-    when its lines are on disk (the engine writes them before its ``result``);
-    indexing then costs the turn's bytes, and the next history read, in this
-    process or (through the shelf) the next one, finds the index current.
+    ``events`` is a subscription taken before this task started. At start, the
+    chat the page opens is indexed before anyone asks for it: a box opened over a
+    transcript no box has indexed (the shelf gone, the box new to an old chat)
+    makes its one pass over every line here, not in the first history request. A
+    turn's end is when its lines are on disk (the engine writes them before its
+    ``result``); indexing then costs the turn's bytes, and the next history read,
+    in this process or (through the shelf) the next one, finds the index current.
     """
 
-    async def index_after_turn(event: ChatEvent) -> None:
+    async def index_current_chat() -> None:
         session_id = session.session_id
-        if isinstance(event, Done) and session_id is not None:
-            try:
-                await history.index_transcript(session_id)
-            except InvalidSessionId:
-                _log.debug("not indexing session %r: not a transcript id", session_id)
+        if session_id is None:
+            return
+        try:
+            await history.index_transcript(session_id)
+        except InvalidSessionId:
+            _log.debug("not indexing session %r: not a transcript id", session_id)
 
+    async def index_after_turn(event: ChatEvent) -> None:
+        if isinstance(event, Done):
+            await index_current_chat()
+
+    await index_current_chat()
     # A listener that fell behind: the next turn's indexing reads whatever was missed.
     await follow_events(session.subscribe, events, index_after_turn)

@@ -175,6 +175,11 @@ def _collect_uuid_values(content: bytes) -> frozenset[str] | None:
     return collector.values()
 
 
+# The pieces a long line's chunks are checked for non-ASCII bytes in (a decoded
+# piece costs its length in characters, four bytes each once one is past U+FFFF).
+_UTF8_PIECE_BYTES: Final = 64 * 1024
+
+
 class _Utf8Counter:
     # The UTF-8 length of the line's decoded text, fed in chunks.
     def __init__(self) -> None:
@@ -182,6 +187,15 @@ class _Utf8Counter:
         self.count = 0
 
     def feed(self, chunk: bytes) -> None:
+        if len(chunk) <= _UTF8_PIECE_BYTES:
+            self._feed_piece(chunk)
+            return
+        # A long chunk is mostly ASCII (a photo's base64) around a little text:
+        # only the pieces holding non-ASCII bytes are decoded.
+        for start in range(0, len(chunk), _UTF8_PIECE_BYTES):
+            self._feed_piece(chunk[start : start + _UTF8_PIECE_BYTES])
+
+    def _feed_piece(self, chunk: bytes) -> None:
         pending_before = len(self._decoder.getstate()[0])
         # ASCII between whole characters decodes to itself, byte for byte.
         if not pending_before and chunk.isascii():
@@ -313,7 +327,12 @@ def scan_line_records(
                 # Too long to hold: from here on the line is fed, not kept.
                 if held > LONG_LINE_BYTES:
                     long_line = _LongLine()
-                    withheld_cr = _feed_long(long_line, b"".join(pieces), ends, False)
+                    # Fed as they are: joining them would copy the line's first block.
+                    last = len(pieces) - 1
+                    for number, piece in enumerate(pieces):
+                        withheld_cr = _feed_long(
+                            long_line, piece, ends and number == last, withheld_cr
+                        )
                     pieces, held = [], 0
             else:
                 withheld_cr = _feed_long(long_line, segment, ends, withheld_cr)

@@ -22,7 +22,8 @@ never put a `"` after it. A match there exists exactly when the characters from
 the run's start up to the next `"` are all alphabet and number at least 1,024: the
 maximal run then ends at that quote. So: find the leftmost key (`find_quoted`:
 `bytes.find` from quote to quote), find the next `"`, check the length and the
-alphabet (`translate` deleting the alphabet leaves nothing; C speed), and on
+alphabet (`payloads.is_alphabet_run`: libbase64 for canonical base64, else
+`translate` deleting the alphabet leaves nothing), and on
 success continue after the closing quote, on failure one byte after the key's
 start. Only a `"` can start a match, so nothing between is skipped. (A match's
 closing quote is consumed: a key that starts on it is not a match, for the regex
@@ -45,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from beebox_impl.transcript.payloads import BASE64_ALPHABET, is_alphabet_run
 from beebox_spec.media import STRIPPED_MEDIA_MARKER
 
 __all__ = [
@@ -58,23 +60,15 @@ __all__ = [
     "strip_inline_media_chunks",
 ]
 
-# `BASE64_PAYLOAD_RE` in bytes (a test pins these three against the spec's pattern):
-# the key as it opens the value, the value's alphabet, and the shortest payload.
+# `BASE64_PAYLOAD_RE` in bytes (a test pins these and `BASE64_ALPHABET` against the
+# spec's pattern): the key as it opens the value, and the shortest payload.
 PAYLOAD_KEYS: Final = (b'"data":"', b'"base64":"')
-BASE64_ALPHABET: Final = b"0123456789+/=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 MIN_PAYLOAD_CHARS: Final = 1024
 
 # A key that may still be completing at a window's end is shorter than the longest key.
 _KEY_PREFIX_BYTES: Final = max(len(key) for key in PAYLOAD_KEYS) - 1
 _QUOTE: Final = b'"'
 _MARKER: Final = STRIPPED_MEDIA_MARKER.encode("ascii")
-# The alphabet check runs over pieces this long: a slice that size stays in the
-# allocator's small-object arenas and the CPU cache (measured ~2x faster than
-# one 1 MB slice, which costs a fresh mapping each time).
-_CHECK_PIECE_BYTES: Final = 32 * 1024
-# Up to this fraction of a run's length outside it, the run is checked through its
-# complement (measured ~1.3x faster than pieces: no copy of the run at all).
-_COMPLEMENT_RATIO: Final = 4
 # How far past a quote a key search looks before it looks for the next quote again.
 _KEY_SEARCH_SPAN: Final = 4096
 
@@ -108,27 +102,6 @@ def find_quoted(window: bytes, needles: tuple[bytes, ...], start: int) -> tuple[
         if stop >= len(window):
             return -1, -1
         position = stop
-
-
-def _count_non_alphabet(data: bytes) -> int:
-    return len(data.translate(None, BASE64_ALPHABET))
-
-
-def _is_alphabet(data: bytes, start: int, stop: int) -> bool:
-    # Deleting every alphabet byte leaves nothing exactly when all of them are.
-    outside = len(data) - (stop - start)
-    if outside <= (stop - start) // _COMPLEMENT_RATIO:
-        # The run is most of `data` (a photo's line, or the block holding it):
-        # count over all of it, uncopied, less what lies outside the run.
-        inside = _count_non_alphabet(data) - (
-            _count_non_alphabet(data[:start]) + _count_non_alphabet(data[stop:])
-        )
-        return inside == 0
-    for piece_start in range(start, stop, _CHECK_PIECE_BYTES):
-        piece_stop = min(piece_start + _CHECK_PIECE_BYTES, stop)
-        if data[piece_start:piece_stop].translate(None, BASE64_ALPHABET):
-            return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +197,7 @@ class PayloadScanner:
             run_at = key_at + len(PAYLOAD_KEYS[which])
             close_at = window.find(_QUOTE, run_at)
             if close_at != -1:
-                if close_at - run_at >= MIN_PAYLOAD_CHARS and _is_alphabet(
+                if close_at - run_at >= MIN_PAYLOAD_CHARS and is_alphabet_run(
                     window, run_at, close_at
                 ):
                     self._keep(window[keep_from:run_at])
@@ -233,7 +206,7 @@ class PayloadScanner:
                     keep_from, search_from = close_at, close_at + 1
                 else:
                     search_from = key_at + 1
-            elif final or not _is_alphabet(window, run_at, len(window)):
+            elif final or not is_alphabet_run(window, run_at, len(window)):
                 # No closing quote will come, or the run is already broken.
                 search_from = key_at + 1
             else:
@@ -257,7 +230,7 @@ class PayloadScanner:
         assert open_run is not None, "only called with a run open"
         close_at = chunk.find(_QUOTE)
         run_stop = len(chunk) if close_at == -1 else close_at
-        if not _is_alphabet(chunk, 0, run_stop):
+        if not is_alphabet_run(chunk, 0, run_stop):
             # Broken before any quote: not a payload. The chunk is searched from its
             # start, which skips nothing (no quote lies before the break).
             self._fail_open_run()

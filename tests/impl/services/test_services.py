@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -199,6 +200,38 @@ async def test_each_turn_is_indexed_so_a_reopened_box_reads_without_a_pass(
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
         assert await box.history(session_id, TAIL) == expected
     assert builds == []
+
+
+async def test_a_box_indexes_its_chat_at_start_when_no_index_is_shelved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    engine = EchoEngine(projects, clock.now)
+    box_root = tmp_path / "box"
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
+        await box.send(SendRequest("first"))
+        await wait_idle(box)
+        session_id = box.session.session_id
+        assert session_id is not None
+        path = box.history_service.transcript_path(session_id)
+    # The shelf is gone (a box new to this chat): the index is built at start.
+    shutil.rmtree(box_root / ".beebox" / "cache")
+    builds: list[Path] = []
+    real_build = index_module.build_index
+
+    def counting_build(built_path: Path, *args: object, **kwargs: object) -> TranscriptIndex:
+        builds.append(built_path)
+        return real_build(built_path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "build_index", counting_build)
+    async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
+        await wait_until(lambda: box.history_service.cache.cached(path) is not None)
+        assert builds == [path]
+        # The first request reads through it.
+        history = await box.history(session_id, TAIL)
+        assert builds == [path]
+    assert [entry["type"] for entry in history["entries"]] == ["user", "assistant"]
 
 
 async def test_the_first_finished_turn_makes_the_husk_and_boot_stamps_old_ones(
