@@ -41,6 +41,7 @@ class Mailbox(Generic[T]):
         self._items: deque[T] = deque()
         self._closed = False
         self._wakeup: anyio.Event | None = None
+        self._event_type: type[anyio.Event] | None = None
 
     @property
     def closed(self) -> bool:
@@ -91,9 +92,18 @@ class Mailbox(Generic[T]):
             if self._closed:
                 raise anyio.EndOfStream
             # No await between the check and the wait: a put cannot slip between.
-            self._wakeup = anyio.Event()
+            self._wakeup = self._new_event()
             await self._wakeup.wait()
         return self._items.popleft()
+
+    def _new_event(self) -> anyio.Event:
+        # `anyio.Event()` asks sniffio which loop runs on every call, a good part of
+        # a turn's cost; the running backend's event class, asked once, is the same.
+        if self._event_type is None:
+            event = anyio.Event()
+            self._event_type = type(event)
+            return event
+        return self._event_type()
 
     def _wake(self) -> None:
         if self._wakeup is not None:
