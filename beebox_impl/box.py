@@ -44,6 +44,11 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.atomic import sync_folder
+from beebox_impl.engine.bounded import (
+    DEFAULT_START_TIMEOUT,
+    BoundedStartEngine,
+    check_start_timeout,
+)
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.review.origin import local_origin
@@ -207,6 +212,7 @@ class Box:
         clock: SessionClock | None = None,
         projects_root: Path | None = None,
         create: bool = True,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
     ) -> AsyncIterator[Box]:
         """Open the box at ``path`` on the running event loop.
 
@@ -214,9 +220,13 @@ class Box:
         clock; ``projects_root`` (where transcripts live) to
         ``BBX_CLAUDE_PROJECTS_DIR`` or ``~/.claude/projects``. ``create=False``
         refuses a folder that is not a box yet (`NotABoxError`) instead of
-        running `init_box` on it. On exit the chat session closes (its queue stays
+        running `init_box` on it. A run the engine has not started within
+        ``start_timeout`` seconds fails to start (`BoundedStartEngine`). On exit
+        the chat session closes (its queue stays
         on disk for the next open) and the database is closed.
         """
+        # Refused before anything is opened or created.
+        check_start_timeout(start_timeout)
         if not create and not await anyio.to_thread.run_sync(is_box, path):
             raise NotABoxError(f"{path} is not a box: run `bbx init {path}`")
         paths = await anyio.to_thread.run_sync(init_box, path)
@@ -232,7 +242,9 @@ class Box:
             acceptance = AcceptanceStore(database)
             events = BoxEventHub()
             async with ChatSession.open(
-                engine=PhotoEngine(engine, acceptance.attachments),
+                engine=PhotoEngine(
+                    BoundedStartEngine(engine, start_timeout), acceptance.attachments
+                ),
                 box_root=paths.root,
                 queue_store=database.chat_queue,
                 session_id_store=SessionIdFile(paths.session_id),

@@ -1,7 +1,8 @@
 """The `bbx` commands that make, run and talk to a box: ``init``, ``serve``, ``chat send``.
 
 - ``bbx init [DIR]`` — the box layout (`beebox_impl.box.init_box`); idempotent.
-- ``bbx serve [--box DIR] [--host H] [--port N] [--engine echo|claude]`` — opens
+- ``bbx serve [--box DIR] [--host H] [--port N] [--engine echo|claude]
+  [--start-timeout SECONDS]`` — opens
   the box (creating it if missing) on the embedded defaults and serves it over
   HTTP (`beebox_impl.http.serve_box`), and runs its enabled schedule cards at their
   cron times (`beebox_impl.schedule`). It prints one line, ``beebox serving
@@ -34,6 +35,7 @@ from typing import Final
 import anyio
 
 from beebox_impl.box import Box, BoxPaths, init_box, read_token
+from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import (
     DEFAULT_HOST,
@@ -71,6 +73,13 @@ def add_box_commands(
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
     serve.add_argument("--engine", choices=["echo", "claude"], default="echo")
     serve.add_argument(
+        "--start-timeout",
+        type=_start_timeout,
+        default=DEFAULT_START_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a run the engine has not started by then fails (default {DEFAULT_START_TIMEOUT:g})",
+    )
+    serve.add_argument(
         "--allow-remote",
         action="store_true",
         help="allow a non-loopback --host (the token is then the only guard; use TLS)",
@@ -97,6 +106,13 @@ def run_box_command(args: argparse.Namespace) -> int | None:
     return None
 
 
+def _start_timeout(text: str) -> float:
+    try:
+        return check_start_timeout(float(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a start timeout: {text!r}") from error
+
+
 def _engine(name: str) -> Engine | None:
     if name == "claude":
         from beebox_impl.engine.claude import ClaudeEngine  # noqa: PLC0415
@@ -117,7 +133,7 @@ def _write_serve_file(box: Box, running: RunningServer) -> Path:
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
     async with (
-        Box.open(args.box, engine=_engine(args.engine)) as box,
+        Box.open(args.box, engine=_engine(args.engine), start_timeout=args.start_timeout) as box,
         serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
         anyio.create_task_group() as background,
     ):

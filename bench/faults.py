@@ -19,9 +19,10 @@ a 5xx, the server answers reads throughout and exits cleanly.
 
 ``engine`` — the Claude engine over the SDK against `tests/reliability/faulty_claude.py`:
 a run that dies mid-turn with a text queued behind it, a run that writes
-garbage, and a start that hangs (bounded by the SDK's initialize timeout). Each
-cycle checks that the queue drains into a fresh run and the next send is
-answered by a fresh run; the hang's time to recover is reported.
+garbage, and a start that hangs (bounded by the box's start timeout, here
+`HANG_START_TIMEOUT_S`). Each cycle checks that the queue drains into a fresh
+run and the next send is answered by a fresh run; the hang's time to recover is
+reported.
 
 Run it: ``python bench/faults.py`` (everything; ~15 minutes), ``--quick`` (20
 kill cycles, one engine cycle each, no hang), ``--only kill|disk|engine``,
@@ -49,7 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTY = REPO / "tests" / "reliability" / "faulty_claude.py"
@@ -352,6 +353,10 @@ def disk_full(folder: Path, sends: int) -> dict[str, Any]:
 # --- the engine misbehaving -------------------------------------------------------------
 
 
+# The box's start timeout in the engine part: well over the stand-in CLI's real start.
+HANG_START_TIMEOUT_S: Final = 10.0
+
+
 def engine_faults(folder: Path, cycles: int, hang: bool) -> dict[str, Any]:
     # In-process: the box needs the Claude engine pointed at the faulty CLI.
     from anyio.from_thread import start_blocking_portal  # noqa: PLC0415
@@ -395,7 +400,10 @@ def engine_faults(folder: Path, cycles: int, hang: bool) -> dict[str, Any]:
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(
             Box.open(
-                folder / "box", engine=ClaudeEngine(cli_path=script), projects_root=folder / "p"
+                folder / "box",
+                engine=ClaudeEngine(cli_path=script),
+                projects_root=folder / "p",
+                start_timeout=HANG_START_TIMEOUT_S,
             )
         ) as box,
         portal.wrap_async_context_manager(serve_box(box, port=0)) as running,

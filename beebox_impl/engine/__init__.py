@@ -9,12 +9,15 @@
   optional extra ``claude``, imported only when a run starts);
 - `ScriptedEngine` — for tests: the test decides every start, message and close.
 
-`messages` builds the raw stream-json messages the engines (and the conformance
-runner's scripted steps) emit.
+`BoundedStartEngine` wraps any of them so a start that hangs fails after a
+timeout (the box's engine is always wrapped). `messages` builds the raw
+stream-json messages the engines (and the conformance runner's scripted steps)
+emit.
 """
 
 from __future__ import annotations
 
+from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, BoundedStartEngine
 from beebox_impl.engine.claude import ClaudeEngine, ClaudeRun, raw_message_from_sdk
 from beebox_impl.engine.echo import EchoEngine, EchoRun
 from beebox_impl.engine.protocol import (
@@ -27,6 +30,8 @@ from beebox_impl.engine.protocol import (
 from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 
 __all__ = [
+    "DEFAULT_START_TIMEOUT",
+    "BoundedStartEngine",
     "ClaudeEngine",
     "ClaudeRun",
     "EchoEngine",

@@ -21,6 +21,7 @@ from pathlib import Path
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from beebox_impl.box import Box
+from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
@@ -42,13 +43,19 @@ class Served:
 
 @contextmanager
 def served_box_sync(
-    folder: Path, *, engine: Engine | None = None, limits: HttpLimits | None = None
+    folder: Path,
+    *,
+    engine: Engine | None = None,
+    limits: HttpLimits | None = None,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
 ) -> Iterator[Served]:
     """A fresh box under ``folder`` served until the block ends (EchoEngine by default)."""
     projects = folder / "projects"
     chosen = engine if engine is not None else EchoEngine(projects, fixed_clock())
     with start_blocking_portal("asyncio") as portal:
-        box_context = Box.open(folder / "box", engine=chosen, projects_root=projects)
+        box_context = Box.open(
+            folder / "box", engine=chosen, projects_root=projects, start_timeout=start_timeout
+        )
         with portal.wrap_async_context_manager(box_context) as box:
             server = serve_box(box, port=0, limits=limits)
             with portal.wrap_async_context_manager(server) as running:

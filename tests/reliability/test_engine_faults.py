@@ -5,9 +5,9 @@ stand-in CLI that dies mid-turn, writes garbage or hangs at start when the
 test's plan says so. What the lifecycle promises (DESIGN.md §2, §5): a run that
 dies on its own is closed and the chat goes back to idle; what was queued
 behind the dead turn drains into a fresh run; the next send starts a fresh
-run. A start that hangs is bounded by the SDK's own initialize timeout (60 s,
-not lowered by its environment variable): too long for CI, so
-`bench/faults.py` measures that case.
+run; a start that hangs fails after the box's start timeout (`BoundedStartEngine`;
+here `START_TIMEOUT`, well over the stand-in's real start) and the chat is idle
+again, where the SDK alone would hold it ``starting`` for its own 60 s.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 FAULTY = Path(__file__).with_name("faulty_claude.py")
+# A real start of the stand-in takes a second or two, more on a loaded machine.
+START_TIMEOUT = 10.0
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -76,7 +78,8 @@ def faulty(
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     plan = Plan(tmp_path, list(request.param))
     monkeypatch.setenv("FAULTY_CLAUDE_PLAN", str(plan.path))
-    with served_box_sync(tmp_path, engine=ClaudeEngine(cli_path=script)) as served:
+    engine = ClaudeEngine(cli_path=script)
+    with served_box_sync(tmp_path, engine=engine, start_timeout=START_TIMEOUT) as served:
         yield served, plan
     # The SDK leaves a memory stream of a run that died unclosed (claude-agent-sdk 0.2),
     # and its ResourceWarning would fail whichever later test the collector runs in:
@@ -128,6 +131,28 @@ def test_a_run_writing_garbage_is_closed_and_the_next_send_starts_afresh(
     served, plan = faulty
     assert "turnId" in send(served, "first")
     wait_for(lambda: idle(served) and not served.box.status()["running"], "the run to end")
+    assert "turnId" in send(served, "second")
+    wait_for(lambda: (2, "second") in plan.turns(), "a fresh run")
+    wait_for(lambda: idle(served), "the chat to go idle")
+    assert plan.starts() == 2
+
+
+@pytest.mark.parametrize("faulty", [["hang", "ok"]], indirect=True)
+def test_a_start_that_hangs_fails_after_the_timeout_and_the_next_send_starts_afresh(
+    faulty: tuple[Served, Plan],
+) -> None:
+    served, plan = faulty
+    assert "turnId" in send(served, "first")
+    wait_for(lambda: plan.starts() == 1, "the start that hangs")
+    assert served.box.status()["phase"] == "starting"
+    wait_for(
+        lambda: served.box.status()["phase"] == "idle",
+        "the hung start to fail",
+        timeout=START_TIMEOUT + 30,
+    )
+    # The text the failed start carried is still the record's: pending, not lost.
+    boot = served.client.request("GET", "/api/chat/bootstrap").json()
+    assert [entry["content"] for entry in boot["pending"]] == [[{"type": "text", "text": "first"}]]
     assert "turnId" in send(served, "second")
     wait_for(lambda: (2, "second") in plan.turns(), "a fresh run")
     wait_for(lambda: idle(served), "the chat to go idle")
