@@ -10,8 +10,10 @@ on which line each top-level key starts. A field we set replaces only its own
 lines (the key's line and the indented lines under it), with that one field
 dumped by ruamel (so quoting and block style are right, and the dump is read
 back to prove it says the value). A field the card lacks is appended at the end
-of the front matter. Only a front matter that is not a block mapping (a flow
-``{…}`` mapping at the top, which nobody writes by hand) is dumped whole.
+of the front matter. The card written is read back before it is kept: when the
+line edit does not read back as the card with those fields set (a front matter
+that is a flow ``{…}`` mapping, which nobody writes by hand), the front matter
+is dumped whole, and a card that cannot be written readably is not written.
 
 `ensure_chat_husk` creates a session's card the moment the session has an id,
 with exclusive create (losing a race to another writer of the same session is
@@ -147,10 +149,13 @@ def _load_mapping(head: str) -> CommentedMap:
         loaded = _yaml().load(head)
     except YAMLError as error:
         raise CardFormatError(f"front matter is not YAML: {error}") from None
-    except NotImplementedError as error:
-        # ruamel's round-trip loader refuses some valid YAML (comments it cannot place):
-        # a card it cannot keep byte for byte is one review must not rewrite.
-        raise CardFormatError(f"front matter this reader cannot round-trip: {error}") from None
+    except Exception as error:
+        # ruamel's round-trip loader fails in its own ways on some input: it refuses
+        # comments it cannot place (NotImplementedError) and trips its own
+        # assertions on others. A card it cannot load is one review must not rewrite.
+        raise CardFormatError(
+            f"front matter this reader cannot round-trip: {type(error).__name__} {error}"
+        ) from None
     # An empty front matter is an empty mapping.
     if loaded is None:
         return CommentedMap()
@@ -201,18 +206,61 @@ def _dump_field(name: str, value: FieldValue) -> str:
 
 
 def _with_fields(card: Card, updates: Mapping[str, FieldValue]) -> str:
-    """The card's text with `updates` set, every other byte kept."""
-    keys = list(card.fields.keys())
-    positions = [card.fields.lc.key(key) for key in keys]
-    # A flow mapping at the top has no lines of its own per key: dump it whole.
-    if any(column != 0 for _, column in positions):
+    """The card's text with `updates` set, every other byte kept where that reads back.
+
+    Each way of writing is checked by reading the whole card back: the fields must
+    be the card's fields with `updates` set, in the same order, and the body the
+    same. The first that is wins: the line edit (a block mapping, the fields' own
+    lines replaced), then the front matter dumped whole as it is styled, then
+    dumped whole in block style (comments and quoting kept as ruamel keeps them),
+    then the fields alone in block style.
+    A card none of them can write is refused (`CardFormatError`), never written
+    unreadable.
+    """
+    expected = [*card.fields.items()]
+    positions = {name: index for index, (name, _) in enumerate(expected)}
+    for name, value in updates.items():
+        if name in positions:
+            expected[positions[name]] = (name, value)
+        else:
+            expected.append((name, value))
+    for head in _heads_with_fields(card, updates):
+        text = card.opening + head + card.closing + card.body
+        try:
+            written = parse_card(text)
+        except CardFormatError:
+            continue
+        if [*written.fields.items()] == expected and written.body == card.body:
+            return text
+    raise CardFormatError(f"cannot write {sorted(updates)} into this card's front matter readably")
+
+
+def _heads_with_fields(card: Card, updates: Mapping[str, FieldValue]) -> Iterator[str]:
+    # The candidate front matters, least changed first (see `_with_fields`).
+    positions = [card.fields.lc.key(key) for key in card.fields]
+    # Only a block mapping has lines of its own per key (a flow `{…}` has none).
+    if card.head.strip() and all(column == 0 for _, column in positions):
+        yield _edited_lines(card, updates)
+    for style in ("as styled", "block", "block without comments"):
+        fields = _load_mapping(card.head)
         for name, value in updates.items():
-            card.fields[name] = value
+            fields[name] = value
+        if style == "block without comments":
+            # What ruamel keeps between tokens (blank lines after a flow key, say)
+            # can make its dump unreadable: the fields alone.
+            fields = CommentedMap(fields.items())
+        if style != "as styled":
+            fields.fa.set_block_style()
         out = io.StringIO()
-        _yaml().dump(card.fields, out)
-        return card.opening + out.getvalue() + card.closing + card.body
+        _yaml().dump(fields, out)
+        yield out.getvalue()
+
+
+def _edited_lines(card: Card, updates: Mapping[str, FieldValue]) -> str:
+    # The front matter with each updated field's own lines replaced by its dump, and
+    # new fields appended: every other line as it was.
     lines = card.head.splitlines(keepends=True)
-    starts = sorted(line for line, _ in positions)
+    starts = sorted(card.fields.lc.key(key)[0] for key in card.fields)
     replacements: list[tuple[int, int, str]] = []
     appended: list[str] = []
     for name, value in updates.items():
@@ -230,24 +278,20 @@ def _with_fields(card: Card, updates: Mapping[str, FieldValue]) -> str:
     # A field appended after a last line without its newline would join that line.
     if appended and head and not head.endswith("\n"):
         head += "\n"
-    return card.opening + head + "".join(appended) + card.closing + card.body
+    return head + "".join(appended)
 
 
 def _value_end(lines: list[str], start: int, stop: int) -> int:
     """One past the last line of the field starting at `start` (the next key is at `stop`).
 
-    A field is its key's line and the indented lines under it, with the blank
-    lines between them; blank lines and column-0 comments after its last
-    indented line belong to whatever follows.
+    A field is every line up to the next key's, less the blank lines and column-0
+    comments at its end, which belong to whatever follows. (Not only the indented
+    lines: a quoted scalar may go on at column 0.)
     """
-    last = start
-    for index in range(start + 1, stop):
-        line = lines[index]
-        if line[:1] in (" ", "\t"):
-            last = index
-        elif line.strip():
-            break
-    return last + 1
+    end = stop
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return end
 
 
 @contextmanager
