@@ -40,7 +40,8 @@ class _Ended:
 
 def encode_event(event: BoxEvent) -> bytes:
     """One event in the SSE wire format."""
-    data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+    # ASCII JSON, as the replies (`server._send_reply`): any string can be sent.
+    data = json.dumps(event.data, separators=(",", ":"))
     return f"id: {event.seq}\nevent: {event.name}\ndata: {data}\n\n".encode()
 
 

@@ -490,7 +490,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_stream(reply)
             return
         if isinstance(reply, JsonReply):
-            data = json.dumps(reply.body, ensure_ascii=False, separators=(",", ":")).encode()
+            # ASCII JSON (non-ASCII escaped, as `JSON.stringify` escapes half a surrogate
+            # pair): a transcript's "\ud800" is answered, not an encoding error.
+            data = json.dumps(reply.body, separators=(",", ":")).encode("ascii")
             headers: tuple[tuple[str, str], ...] = (
                 ("Content-Type", "application/json; charset=utf-8"),
                 ("Cache-Control", "no-store"),

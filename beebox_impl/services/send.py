@@ -93,6 +93,24 @@ class SendRequest:
     message_id: str | None = None
     images: tuple[Attachment, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Text the box records, the engine writes and every reply carries must be
+        # Unicode text: half a surrogate pair (JSON lets "\\ud800" through) is not.
+        _check_unicode("message", self.message)
+        if self.message_id is not None:
+            _check_unicode("messageId", self.message_id)
+
+
+def _check_unicode(name: str, value: str) -> None:
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidRequest(
+            f'"{name}" holds half a surrogate pair at character {error.start}: not Unicode text'
+        ) from None
+
 
 @dataclass(frozen=True, slots=True)
 class Deduplicated:

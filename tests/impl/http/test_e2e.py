@@ -242,3 +242,33 @@ async def test_stop_restart_reset(tmp_path: Path) -> None:
 
 def _unused(_: Client) -> None:
     """Keeps the import for type checkers of helpers above."""
+
+
+async def test_half_a_surrogate_pair_is_refused_in_a_send_and_answered_from_a_transcript(
+    tmp_path: Path,
+) -> None:
+    # JSON may escape half a surrogate pair ("\ud800"), and json.loads takes it. A
+    # send holding one is refused (the box records, and the engine writes, Unicode
+    # text); a transcript holding one (JSON.stringify escapes it so) is answered:
+    # every reply is ASCII JSON, so any string can be encoded.
+    async with served_box(tmp_path) as (box, client, _):
+        sent = await client.call("POST", "/api/chat/send", json_body={"message": "half \ud800"})
+        assert sent.status == 400
+        assert "half a surrogate pair" in sent.json()["error"]
+        hello = await client.call("POST", "/api/chat/send", json_body={"message": "hi"})
+        assert hello.status == 200
+        await wait_idle(box)
+        session_id = box.session.session_id
+        assert session_id is not None
+        path = box.history_service.transcript_path(session_id)
+        line = path.read_text(encoding="utf-8").splitlines()[0]
+        with path.open("a", encoding="utf-8") as transcript:
+            transcript.write(
+                line.replace('"hi"', '"half \\ud800 a pair"').replace('"uuid":"', '"uuid":"x', 1)
+                + "\n"
+            )
+        history = await client.call("GET", "/api/chat/history?tail=10")
+        assert history.status == 200, history.body
+        assert history.body.isascii()
+        texts = [entry["content"] for entry in history.json()["entries"] if entry["type"] == "user"]
+        assert texts[-1] == [{"type": "text", "text": "half \ud800 a pair"}]
