@@ -165,11 +165,19 @@ def _fsync_seconds(folder: Path) -> float:
     return statistics.median(samples)
 
 
+def _verdict(label: str, ours: float, limit: float, how: str) -> str:
+    mark = "ok" if ours <= limit else "MISSED"
+    return f"  {label}: p50 {ours * 1000:.3f} ms vs target {limit * 1000:.3f} ms ({how}): {mark}"
+
+
 async def _run(folder: Path, quick: bool) -> None:
     sends = 100 if quick else 1000
     history_requests = 20 if quick else 200
     projects = folder / "projects"
-    print(f"fsync p50 on the box's disk: {_fsync_seconds(folder) * 1000:.3f} ms")
+    fsync = _fsync_seconds(folder)
+    print(f"fsync p50 on the box's disk: {fsync * 1000:.3f} ms")
+    baseline_p50: dict[int, float] = {}
+    verdicts: list[str] = []
 
     ThreadingHTTPServer.request_queue_size = 128  # as the box's server: no backlog resets
     baseline = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed200)
@@ -183,6 +191,7 @@ async def _run(folder: Path, quick: bool) -> None:
                 _drive, baseline.server_address[1], clients, per_client, _post_send(None)
             )
             print(_line(f"baseline fixed 200, {clients} client(s)", seconds, latencies, failed))
+            baseline_p50[clients] = _percentile(latencies, 0.5)
     finally:
         baseline.shutdown()
         baseline.server_close()
@@ -197,6 +206,14 @@ async def _run(folder: Path, quick: bool) -> None:
                 _drive, running.port, clients, per_client, _post_send(box.token)
             )
             print(_line(f"box send, {clients} client(s)", seconds, latencies, failed))
+            verdicts.append(
+                _verdict(
+                    f"send, {clients} client(s)",
+                    _percentile(latencies, 0.5),
+                    3 * baseline_p50[clients] + fsync,
+                    "3 x baseline p50 + one fsync",
+                )
+            )
 
         print("GET /api/chat/history?tail=200")
         target = project_dir(box.root, projects)
@@ -219,6 +236,16 @@ async def _run(folder: Path, quick: bool) -> None:
             _drive, running.port, 1, history_requests, _get(path, box.token)
         )
         print(_line("box history tail=200 over HTTP", seconds, latencies, failed))
+        verdicts.append(
+            _verdict(
+                "history tail=200",
+                _percentile(latencies, 0.5),
+                1.5 * _percentile(in_process, 0.5),
+                "1.5 x the in-process p50",
+            )
+        )
+        print("targets (figures of this run):")
+        print("\n".join(verdicts))
 
 
 def main(argv: list[str] | None = None) -> int:
