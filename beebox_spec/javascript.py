@@ -63,6 +63,7 @@ import decimal
 import json
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Final, TypeAlias
@@ -79,6 +80,7 @@ __all__ = [
     "UnparsableJson",
     "js_json_stringify",
     "js_or",
+    "js_property_order",
     "js_string",
     "js_string_or_empty",
     "js_trim",
@@ -290,6 +292,7 @@ _MAX_ARRAY_INDEX: Final = 2**32 - 2
 _CANONICAL_INTEGER_RE: Final = re.compile(r"0|[1-9][0-9]*")
 
 _SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
+_encode_basestring: Final = json.encoder.encode_basestring
 _JS_ESCAPES: Final = {
     '"': '\\"',
     "\\": "\\\\",
@@ -329,7 +332,7 @@ def _stringify(value: JsonValue, gap: str, indentation: str) -> str:
         return _js_bracket("[", items, "]", gap, indentation)
     members = [
         _js_quote(key) + (": " if gap else ":") + _stringify(value[key], gap, inner)
-        for key in _js_key_order(value)
+        for key in js_property_order(value)
     ]
     return _js_bracket("{", members, "}", gap, indentation)
 
@@ -347,11 +350,12 @@ def _js_bracket(opening: str, parts: list[str], closing: str, gap: str, indentat
 
 def _js_quote(text: str) -> str:
     # QuoteJSONString: the short escapes, other controls and lone surrogates as \uXXXX.
-    # Python's encoder writes exactly those escapes (the same short forms, lower-case
-    # \u00XX for the other controls, nothing else escaped) except that it leaves a
-    # lone surrogate raw: without one, its answer is JavaScript's (and much faster).
+    # Python's encoder (`encode_basestring`, what `json.dumps(text, ensure_ascii=False)`
+    # quotes a string with) writes exactly those escapes (the same short forms,
+    # lower-case \u00XX for the other controls, nothing else escaped) except that it
+    # leaves a lone surrogate raw: without one, its answer is JavaScript's.
     if _SURROGATE_RE.search(text) is None:
-        return json.dumps(text, ensure_ascii=False)
+        return _encode_basestring(text)
     return _js_quote_each(text)
 
 
@@ -369,13 +373,22 @@ def _js_quote_each(text: str) -> str:
     return "".join(out)
 
 
-def _js_key_order(obj: JsonObject) -> list[str]:
-    # Array-index keys first in ascending numeric order, then the rest as inserted.
-    def is_array_index(key: str) -> bool:
-        return _CANONICAL_INTEGER_RE.fullmatch(key) is not None and int(key) <= _MAX_ARRAY_INDEX
+def js_property_order(obj: Mapping[str, object]) -> list[str]:
+    """The order JavaScript enumerates an object's keys in (`OrdinaryOwnPropertyKeys`):
+    array-index keys first in ascending numeric order, then the rest as inserted."""
+    indices = sorted((key for key in obj if _is_array_index(key)), key=int)
+    if not indices:
+        return list(obj)
+    return indices + [key for key in obj if not _is_array_index(key)]
 
-    indices = sorted((key for key in obj if is_array_index(key)), key=int)
-    return indices + [key for key in obj if not is_array_index(key)]
+
+def _is_array_index(key: str) -> bool:
+    # A canonical decimal integer below 2**32 - 1 (so it starts with a digit).
+    return (
+        key[:1].isdigit()
+        and _CANONICAL_INTEGER_RE.fullmatch(key) is not None
+        and int(key) <= _MAX_ARRAY_INDEX
+    )
 
 
 # ---------------------------------------------------------------------------------

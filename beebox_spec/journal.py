@@ -103,8 +103,10 @@ __all__ = [
     "prefix_hash",
     "resolve_span",
     "review_state_from_json",
+    "review_state_json",
     "serialize_review_state",
     "session_state",
+    "session_state_json",
     "span_id",
     "span_id_for",
     "span_size",
@@ -493,21 +495,23 @@ def serialize_review_state(state: ReviewState) -> str:
     `\\uXXXX`, other non-ASCII as it is), and each entry's keys in the §4.3
     order.
     """
-    return js_json_stringify(_state_to_json(state), indent=2) + "\n"
+    return js_json_stringify(review_state_json(state), indent=2) + "\n"
 
 
-def _state_to_json(state: ReviewState) -> JsonObject:
-    """The state as a plain JSON object, its keys in the §4.3 order."""
+def review_state_json(state: ReviewState) -> JsonObject:
+    """The state as a plain JSON object, its keys in the §4.3 order: ``lastRunAt``,
+    then ``sessions``, each session's entry as `session_state_json` gives it."""
     return {
         "lastRunAt": state["lastRunAt"],
         "sessions": {
-            session_id: _session_to_json(session)
+            session_id: session_state_json(session)
             for session_id, session in state["sessions"].items()
         },
     }
 
 
-def _session_to_json(session: SessionReviewState) -> JsonObject:
+def session_state_json(session: SessionReviewState) -> JsonObject:
+    """One session's journal entry as a plain JSON object, its keys in the §4.3 order."""
     obj: JsonObject = {
         "applied": {
             consumer: {

@@ -17,6 +17,7 @@ from beebox_impl.review.cards import (
     FIELD_REVIEW_SPAN,
     FIELD_TITLE,
     Card,
+    StampedCard,
     update_card,
 )
 from beebox_spec.journal import SessionReviewState
@@ -33,8 +34,12 @@ def apply_review(
     stored: SessionReviewState,
     snippet_title: str | None,
     span_id: str,
-) -> HuskWritePlan:
-    """Write `output` onto the husk as §4.6 says; answers the plan that was written."""
+    known: StampedCard | None = None,
+) -> tuple[HuskWritePlan, Card]:
+    """Write `output` onto the husk as §4.6 says; answers the plan that was written,
+    and the card as it was read for the write (under the card lock: every field but
+    those the plan set is the written card's). `known` is the card as the caller
+    read it, used if the file has not changed since."""
     plans: list[HuskWritePlan] = []
 
     def decide(card: Card) -> dict[str, str]:
@@ -54,5 +59,5 @@ def apply_review(
             fields[FIELD_REVIEW_SPAN] = span_id
         return fields
 
-    update_card(box_root, husk_path, decide)
-    return plans[-1]
+    card, _ = update_card(box_root, husk_path, decide, known=known)
+    return plans[-1], card

@@ -28,6 +28,7 @@ import fcntl
 import io
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -59,18 +60,23 @@ __all__ = [
     "FIELD_TITLE",
     "Card",
     "CardFormatError",
+    "CardStamp",
     "FieldValue",
     "HuskCard",
+    "StampedCard",
+    "card_stamp",
     "card_write_lock",
     "create_card_exclusive",
     "ensure_chat_husk",
     "find_husk_for_session",
     "husk_file_name",
+    "husk_of_card",
     "iter_husk_paths",
     "list_chat_husks",
     "parse_card",
     "read_card",
     "read_husk",
+    "read_stamped_card",
     "reconcile_husk_origins",
     "render_card",
     "update_card",
@@ -90,6 +96,8 @@ FIELD_EVIDENCE: Final = "contains-evidence"
 FIELD_REVIEW_SPAN: Final = "review-span"
 
 _FENCE: Final = "---"
+# A key ruamel writes as it is, with nothing to quote.
+_PLAIN_KEY_RE: Final = re.compile(r"[a-z][a-z0-9-]*")
 
 
 class CardFormatError(BeeboxError):
@@ -178,9 +186,17 @@ def render_card(fields: Mapping[str, FieldValue], body: str = "") -> str:
     return f"{_FENCE}\n{head}{_FENCE}\n{body}"
 
 
-def _dump_field(name: str, value: FieldValue) -> str:
-    """``name: value`` as YAML, in the first style that reads back as `value`."""
+def _dump_field(name: str, value: FieldValue, *, check: bool = True) -> str:
+    """``name: value`` as YAML, in the first style that reads back as `value`.
+
+    With ``check`` false the dump is not read back here (the caller reads back
+    the whole card it goes into): the first style that does not end the document.
+    """
     yaml = _yaml()
+    if not check and isinstance(value, str):
+        literal = _literal_block(name, value)
+        if literal is not None:
+            return literal
     styles: list[Any]
     if isinstance(value, bool):
         styles = [value]
@@ -195,6 +211,8 @@ def _dump_field(name: str, value: FieldValue) -> str:
         # A document-end marker would close the front matter early; try the next style.
         if "\n...\n" in "\n" + dumped:
             continue
+        if not check:
+            return dumped
         try:
             reloaded = yaml.load(dumped)
         except YAMLError:
@@ -203,6 +221,29 @@ def _dump_field(name: str, value: FieldValue) -> str:
         if isinstance(reloaded, Mapping) and reloaded.get(name) == value and len(reloaded) == 1:
             return dumped
     raise CardFormatError(f"cannot write {name!r} as YAML")
+
+
+def _literal_block(name: str, value: str) -> str | None:
+    """``name: |…`` with `value` as a literal block, written directly; None when
+    `value` is not plainly one (ruamel's emitter is then asked).
+
+    The account (`contains-evidence`) is long, and ruamel's emitter walks it a
+    character at a time in Python; a literal block is only the lines, indented.
+    Only what is certainly a literal block is written this way: a plain key,
+    several lines of printable text (tabs allowed), no line starting with a
+    space or tab (no indentation indicator needed); the chomping indicator says
+    how many line breaks end it. The card it goes into is read back whole.
+    """
+    if not _PLAIN_KEY_RE.fullmatch(name) or "\n" not in value.rstrip("\n"):
+        return None
+    body = value.rstrip("\n")
+    lines = body.split("\n")
+    if any(line[:1] in (" ", "\t") or not line.replace("\t", " ").isprintable() for line in lines):
+        return None
+    breaks = len(value) - len(body)
+    chomping = "-" if breaks == 0 else ("" if breaks == 1 else "+")
+    indented = "".join(f"  {line}\n" if line else "\n" for line in lines)
+    return f"{name}: |{chomping}\n{indented}" + "\n" * max(0, breaks - 1)
 
 
 def _with_fields(card: Card, updates: Mapping[str, FieldValue]) -> str:
@@ -240,7 +281,14 @@ def _heads_with_fields(card: Card, updates: Mapping[str, FieldValue]) -> Iterato
     positions = [card.fields.lc.key(key) for key in card.fields]
     # Only a block mapping has lines of its own per key (a flow `{…}` has none).
     if card.head.strip() and all(column == 0 for _, column in positions):
-        yield _edited_lines(card, updates)
+        # Each field in ruamel's first choice of style (the card as a whole is read
+        # back anyway), then, if that did not read back, each field read back alone
+        # and written in the first style that says its value.
+        for check_each in (False, True):
+            try:
+                yield _edited_lines(card, updates, check_each=check_each)
+            except CardFormatError:
+                continue  # a value no style writes alone: the whole dumps may
     for style in ("as styled", "block", "block without comments"):
         fields = _load_mapping(card.head)
         for name, value in updates.items():
@@ -256,7 +304,7 @@ def _heads_with_fields(card: Card, updates: Mapping[str, FieldValue]) -> Iterato
         yield out.getvalue()
 
 
-def _edited_lines(card: Card, updates: Mapping[str, FieldValue]) -> str:
+def _edited_lines(card: Card, updates: Mapping[str, FieldValue], *, check_each: bool) -> str:
     # The front matter with each updated field's own lines replaced by its dump, and
     # new fields appended: every other line as it was.
     lines = card.head.splitlines(keepends=True)
@@ -264,7 +312,7 @@ def _edited_lines(card: Card, updates: Mapping[str, FieldValue]) -> str:
     replacements: list[tuple[int, int, str]] = []
     appended: list[str] = []
     for name, value in updates.items():
-        dumped = _dump_field(name, value)
+        dumped = _dump_field(name, value, check=check_each)
         if name in card.fields:
             start = card.fields.lc.key(name)[0]
             later = [line for line in starts if line > start]
@@ -307,17 +355,50 @@ def card_write_lock(box_root: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
+CardStamp = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class StampedCard:
+    """A card as read, and the stamp (device, inode, size, mtime) its file had before."""
+
+    card: Card
+    stamp: CardStamp
+
+
+def card_stamp(path: Path) -> CardStamp:
+    """Which file `path` is, as it is now: a card with the same stamp has the same text."""
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def read_stamped_card(path: Path) -> StampedCard:
+    """The card at `path` with the stamp taken before it was read (so a change
+    while reading shows as a different stamp later, never as the same)."""
+    stamp = card_stamp(path)
+    return StampedCard(read_card(path), stamp)
+
+
 def update_card(
-    box_root: Path, path: Path, decide: Callable[[Card], Mapping[str, FieldValue]]
+    box_root: Path,
+    path: Path,
+    decide: Callable[[Card], Mapping[str, FieldValue]],
+    *,
+    known: StampedCard | None = None,
 ) -> tuple[Card, bool]:
     """Re-read the card, let `decide` choose fields from it as it is now, write them once.
 
     Runs under `card_write_lock`, so a decision is made on the card it changes.
+    `known`, a card the caller read before, is used instead of reading it again
+    when the file still has its stamp (each card write is a new file, renamed in).
     Answers the card as read and whether anything was written (nothing is when
     every chosen field already holds its value).
     """
     with card_write_lock(box_root):
-        card = read_card(path)
+        if known is not None and card_stamp(path) == known.stamp:
+            card = known.card
+        else:
+            card = read_card(path)
         updates = {
             name: value for name, value in decide(card).items() if card.fields.get(name) != value
         }
@@ -365,7 +446,11 @@ def iter_husk_paths(box_root: Path) -> list[Path]:
 
 def read_husk(path: Path) -> HuskCard:
     """A husk's discovery fields; `CardFormatError` when it has no `session`."""
-    card = read_card(path)
+    return husk_of_card(path, read_card(path))
+
+
+def husk_of_card(path: Path, card: Card) -> HuskCard:
+    """The discovery fields of the husk at `path`, read as `card`."""
     session = card.text(FIELD_SESSION)
     # §4.1: a card without a session is not a husk.
     if session is None:

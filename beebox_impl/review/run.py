@@ -44,8 +44,9 @@ from beebox_impl.review.cards import (
     FIELD_EVIDENCE,
     FIELD_REVIEW_SPAN,
     FIELD_TITLE,
-    read_card,
-    read_husk,
+    HuskCard,
+    husk_of_card,
+    read_stamped_card,
 )
 from beebox_impl.review.discovery import (
     Discovery,
@@ -320,7 +321,8 @@ class _SessionReview:
                 )
         # Step 4: the span's identity.
         key = span_id_for(session_id, span)
-        card = read_card(husk_path)
+        read = read_stamped_card(husk_path)
+        card = read.card
         action = next_session_action(previous, key, card.text(FIELD_REVIEW_SPAN))
         if action is SessionAction.NOTHING_NEW:
             return None
@@ -360,15 +362,17 @@ class _SessionReview:
             self.warn(f"chat review: reviewer failed on session {session_id}: {error}")
             return with_session(state, session_id, state_after_reviewer_failure(previous, key))
         # Step 8: the husk, then the state.
-        plan = apply_review(
+        plan, written = apply_review(
             self.box_root,
             husk_path,
             output,
             stored=previous,
             snippet_title=qualified.snippet_title,
             span_id=key,
+            known=read,
         )
-        self._remember_husk(husk_path, husk_name)
+        # The review sets no field discovery reads: the card read for the write has them.
+        self._remember_husk(husk_path, husk_name, husk_of_card(husk_path, written))
         for rejected in plan.rejected:
             summary.rejected.append(f"{session_id}:{rejected}")
             self.warn(f"chat review: leak scan dropped {session_id}:{rejected}")
@@ -380,12 +384,11 @@ class _SessionReview:
         )
         return with_session(state, session_id, after)
 
-    def _remember_husk(self, husk_path: Path, husk_name: str | None) -> None:
+    def _remember_husk(self, husk_path: Path, husk_name: str | None, husk: HuskCard) -> None:
         """Our own card write changed the husk's identity, not its discovery fields."""
         if husk_name is None:
             return
         identity = FileIdentity.of(os.stat(husk_path))
-        husk = read_husk(husk_path)
         self.cache.remember_husk(
             husk_name,
             CachedHusk(identity, husk.session, husk.origin, husk.engine, husk.context_dir),

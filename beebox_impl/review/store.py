@@ -2,9 +2,13 @@
 
 **The journal** (`.beebox/chat-review/state.json`, §4.3) is read with the spec's
 `parse_review_state` — a missing, unparsable or malformed file gives a fresh
-state, warned about unless simply missing — and written with the spec's
-`serialize_review_state` (the bytes JavaScript's `JSON.stringify(state, null,
-2) + "\\n"` would write), atomically and durably (`write_atomic`).
+state, warned about unless simply missing — and written as the spec's
+`serialize_review_state` writes it (the bytes JavaScript's `JSON.stringify(state,
+null, 2) + "\\n"` would write), atomically and durably (`write_atomic`). A run
+saves the whole journal after every session, so `ReviewStateText` keeps each
+session's entry as text and serialises again only the entries that changed: a
+save costs the sessions reviewed since the last, not every session of the box
+(the property tests hold it to the spec's bytes).
 
 **The discovery cache** (ours) remembers, per husk file, what discovery last
 learned and the file identities it learned it from: the husk's own fields (valid
@@ -27,13 +31,14 @@ from typing import Any
 
 from beebox_impl.atomic import write_atomic
 from beebox_impl.review.paths import discovery_cache_path, state_path
+from beebox_spec.javascript import js_json_stringify, js_property_order
 from beebox_spec.journal import (
     METADATA_CONSUMER,
     ReviewState,
     SessionReviewState,
     StateLoad,
     parse_review_state,
-    serialize_review_state,
+    session_state_json,
 )
 from beebox_spec.review import BootstrapReason
 
@@ -44,6 +49,7 @@ __all__ = [
     "DiscoveryCache",
     "FileIdentity",
     "ReviewStateFile",
+    "ReviewStateText",
     "journal_span_id",
 ]
 
@@ -53,11 +59,59 @@ _log = logging.getLogger(__name__)
 CACHE_VERSION = 1
 
 
+class ReviewStateText:
+    """`beebox_spec.journal.serialize_review_state`, remembering each session's text.
+
+    ``serialize_review_state`` is ``JSON.stringify({lastRunAt, sessions}, null, 2)``:
+    each session's entry sits at one depth (two gaps) inside ``sessions``, so its
+    text is the entry's own stringification (`session_state_json`) with every line
+    after the first indented two gaps more (a JSON string holds no raw newline). An
+    entry is the same text while it is the same object: a state is never changed in
+    place (`with_session` makes a new one), so an entry not replaced since the last
+    call is not serialised again.
+    """
+
+    _GAP = "  "
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[SessionReviewState, str]] = {}
+
+    def __call__(self, state: ReviewState) -> str:
+        sessions = state["sessions"]
+        inner = self._GAP * 2
+        members = [
+            self._member(session_id, sessions[session_id])
+            for session_id in js_property_order(sessions)
+        ]
+        # Entries no longer in the state are forgotten with it.
+        for gone in self._entries.keys() - sessions.keys():
+            del self._entries[gone]
+        sessions_text = (
+            "{\n" + inner + f",\n{inner}".join(members) + "\n" + self._GAP + "}"
+            if members
+            else "{}"
+        )
+        last_run = js_json_stringify(state["lastRunAt"])
+        return (
+            f'{{\n{self._GAP}"lastRunAt": {last_run},\n{self._GAP}"sessions": {sessions_text}\n}}\n'
+        )
+
+    def _member(self, session_id: str, session: SessionReviewState) -> str:
+        known = self._entries.get(session_id)
+        if known is not None and known[0] is session:
+            return known[1]
+        entry = js_json_stringify(session_state_json(session), indent=len(self._GAP))
+        text = js_json_stringify(session_id) + ": " + entry.replace("\n", "\n" + self._GAP * 2)
+        self._entries[session_id] = (session, text)
+        return text
+
+
 class ReviewStateFile:
     """The span journal of one box."""
 
     def __init__(self, box_root: Path) -> None:
         self.path = state_path(box_root)
+        self._text = ReviewStateText()
 
     def load(self) -> StateLoad:
         """The state, or a fresh one (with the problem) when the file is missing or bad."""
@@ -75,7 +129,7 @@ class ReviewStateFile:
 
     def save(self, state: ReviewState) -> None:
         """Write the whole state atomically (temp file, fsync, rename)."""
-        write_atomic(self.path, serialize_review_state(state).encode("utf-8"))
+        write_atomic(self.path, self._text(state).encode("utf-8"))
 
 
 def journal_span_id(session: SessionReviewState) -> str | None:

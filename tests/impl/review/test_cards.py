@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from beebox_impl.review.cards import (
     CardFormatError,
+    _literal_block,
     _with_fields,
     ensure_chat_husk,
     find_husk_for_session,
@@ -208,3 +209,35 @@ def test_the_local_origin_is_configured_or_a_hash_of_the_machine_id(tmp_path: Pa
     assert "0123456789abcdef" not in derived.id
     assert isinstance(derived, MachineOrigin)
     assert local_origin({}, (tmp_path / "missing",)).id != derived.id
+
+
+# Multi-line text as an account is written: lines of words and punctuation, some blank,
+# some indented, the odd control character or non-ASCII letter.
+ACCOUNT_LINES = st.lists(
+    st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=12)
+    | st.sampled_from(["", "  indented", "- a decision: book the ferry", "# not a comment"]),
+    min_size=1,
+    max_size=6,
+)
+
+
+@given(ACCOUNT_LINES, st.integers(0, 3))
+def test_a_literal_block_written_directly_reads_back_as_its_value(
+    lines: list[str], breaks: int
+) -> None:
+    value = "\n".join(lines) + "\n" * breaks
+    dumped = _literal_block("contains-evidence", value)
+    if dumped is not None:
+        assert dict(parse_card(f"---\n{dumped}---\n").fields) == {"contains-evidence": value}
+
+
+@given(ACCOUNT_LINES, st.integers(0, 3))
+def test_an_account_of_any_text_is_written_and_reads_back(lines: list[str], breaks: int) -> None:
+    value = "\n".join(lines) + "\n" * breaks
+    card = parse_card(HAND_EDITED)
+    try:
+        written = parse_card(_with_fields(card, {"contains-evidence": value}))
+    except CardFormatError:
+        return  # refused, never written wrong
+    assert written.fields["contains-evidence"] == value
+    assert written.body == card.body

@@ -121,6 +121,27 @@ def test_a_hand_edited_title_survives_later_reviews(box: ReviewBox) -> None:
     assert box.state()["sessions"][session.session_id]["titleOwner"] == "manual"
 
 
+def test_a_title_edited_by_hand_while_the_reviewer_works_wins(box: ReviewBox) -> None:
+    # The run read the card before calling the reviewer; the write must see the card
+    # as it is when written, not as it was read (the card is read again when changed).
+    session = box.add_session(conversation(4))
+    snippet = box.field(session, FIELD_TITLE)
+    assert snippet is not None
+
+    def edit_by_hand(_args: ReviewArgs) -> None:
+        text = session.husk.read_text(encoding="utf-8")
+        session.husk.write_text(text.replace(snippet, "Mine, by hand"), encoding="utf-8")
+
+    summary = box.run(
+        RecordingReviewer(lambda _args: fixed_output("A new title", "Trip.", []), edit_by_hand)
+    )
+
+    assert summary.reviewed == 1
+    assert box.field(session, FIELD_TITLE) == "Mine, by hand"
+    assert box.field(session, FIELD_CONTAINS) == "Trip."
+    assert box.state()["sessions"][session.session_id]["titleOwner"] == "manual"
+
+
 def test_a_snippet_title_is_replaced_and_another_pre_existing_title_kept(box: ReviewBox) -> None:
     snippet_husk = box.add_session(conversation(4))
     hand_titled = box.add_session(conversation(4))
