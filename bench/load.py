@@ -3,7 +3,10 @@
 Each client holds one keep-alive connection and an SSE listener of its own
 (``GET /api/events``), and loops over a mix of operations for the whole run:
 
-- ``send``: ``POST /api/chat/send`` with a photo (a fresh ``messageId`` each);
+- ``send``: ``POST /api/chat/send`` with a photo (a fresh ``messageId`` each; a
+  send answered ``429`` — too many photos wait for the chat's next turn — is not
+  an error: the client sends that same message again as its next send, as the
+  page does, and the count of such answers is reported);
 - ``history``: ``GET /api/chat/history?tail=20`` (the chat's last entries);
 - ``media``: ``GET /api/session-media/<ref>`` of a photo a history read listed;
 - ``bootstrap``: ``GET /api/chat/bootstrap?tail=20``.
@@ -87,6 +90,7 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: {op: [] for op, _ in MIX})
     errors: dict[str, int] = field(default_factory=dict)
     events: int = 0
+    deferred: int = 0
     refs: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -106,6 +110,8 @@ class Client:
         self.random = random.Random(number)
         self.connection: http.client.HTTPConnection | None = None
         self.headers = {"Authorization": f"Bearer {server.token}"}
+        # A send answered 429, to be sent again (same messageId) as the next send.
+        self.deferred: bytes | None = None
 
     def _request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
         headers = dict(self.headers)
@@ -135,8 +141,13 @@ class Client:
                 "messageId": str(uuid.uuid4()),
                 "images": [{"mediaType": "image/png", "data": self.photo}],
             }
-            path, data = "/api/chat/send", json.dumps(body).encode()
+            path, data = "/api/chat/send", self.deferred or json.dumps(body).encode()
             status, answer = self._request("POST", path, data)
+            self.deferred = data if status == 429 else None
+            if status == 429:
+                with self.tally.lock:
+                    self.tally.deferred += 1
+                return
         elif operation == "history":
             status, answer = self._request("GET", "/api/chat/history?tail=20")
             if status == 200:
@@ -282,6 +293,7 @@ def run(clients: int, seconds: float, folder: Path) -> dict[str, Any]:
         },
         "errors": dict(sorted(tally.errors.items())),
         "error_count": sum(tally.errors.values()),
+        "sends_deferred_429": tally.deferred,
         "events_received": tally.events,
         "rss_mib": {"start": round(start_usage[0], 1), "end": round(end_usage[0], 1)},
         "open_fds": {"start": start_usage[1], "end": end_usage[1]},
@@ -306,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         p50, p99 = row["p50_ms"], row["p99_ms"]
         print(f"  {operation:<10} n={row['count']:<7} p50 {p50:>8} ms   p99 {p99:>8} ms")
     print(f"  errors           {figures['error_count']} (target 0) {figures['errors'] or ''}")
+    print(f"  sends deferred   {figures['sends_deferred_429']} (429: photos waiting; sent again)")
     print(f"  events received  {figures['events_received']} on {figures['clients']} streams")
     rss, fds = figures["rss_mib"], figures["open_fds"]
     print(f"  server RSS       {rss['start']} MiB -> {rss['end']} MiB (target: flat)")

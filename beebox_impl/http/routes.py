@@ -30,7 +30,7 @@ from urllib.parse import unquote
 from beebox_impl.box import Box
 from beebox_impl.services.bootstrap import Bootstrap
 from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
-from beebox_impl.services.send import InvalidRequest, SendFailed, parse_send_body
+from beebox_impl.services.send import InvalidRequest, PhotosWaiting, SendFailed, parse_send_body
 from beebox_impl.transcript import MediaFound, MediaMissingReason, PageSlice, TailSlice
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
@@ -223,6 +223,9 @@ def _history_slice(values: Mapping[str, str]) -> HistorySlice:
 def _send(exchange: Exchange) -> Reply:
     request = parse_send_body(exchange.json_body())
     outcome = exchange.run(exchange.box.send, request)
+    if isinstance(outcome, PhotosWaiting):
+        retry = (("Retry-After", str(outcome.retry_after_seconds)),)
+        return JsonReply(429, outcome.body(), retry)
     return JsonReply(500 if isinstance(outcome, SendFailed) else 200, outcome.body())
 
 
@@ -412,6 +415,8 @@ ROUTES: Final[tuple[Route, ...]] = (
         handler=_send,
         responses={
             200: "{turnId} (a turn started), {queued: true} or {deduplicated: true}",
+            429: "Not recorded: too many photos wait for the next turn; send it again "
+            "(same messageId) after Retry-After seconds",
             500: "Recorded, but handing it to the chat failed: {error}",
             **BODY_RESPONSES,
         },

@@ -21,6 +21,16 @@ The flow of `ChatSendService.send`, top to bottom:
    the open run fails the send (it is dying), the text is queued for the fresh
    run its close starts: a recorded message is never dropped.
 
+5. **Photos wait within a bound** (ours). A drain joins every queued send into
+   one turn, photos and all; past `MAX_WAITING_PHOTO_BYTES` of photos that
+   turn's transcript line would be too large for any of them to be fetched back.
+   So a send with photos is refused before it is recorded (`PhotosWaiting`, HTTP
+   429 with ``Retry-After``) when photos already wait for the next turn (the
+   session's `waiting_texts`, and sends admitted but not yet handed over) and its
+   own would take them past the bound. A send alone is never refused for its size
+   (its photos are the turn's only ones, as in the original); the client sends
+   it again, with the same ``messageId``, once the turn in flight has ended.
+
 Any failure after the record answers `SendFailed` (HTTP 500) to this request
 and to every request waiting on its id; the claim stays, so a retry with the
 same id answers ``{deduplicated: true}`` — the message is in the record.
@@ -42,7 +52,7 @@ from typing import Final, TypeAlias
 
 import anyio
 
-from beebox_impl.services.attachments import photo_marker, without_markers
+from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
 from beebox_impl.services.events import BoxEventHub
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
@@ -55,9 +65,11 @@ from beebox_spec.reconcile import inject_user_attr
 
 __all__ = [
     "MAX_MESSAGE_ID_CHARS",
+    "MAX_WAITING_PHOTO_BYTES",
     "ChatSendService",
     "Deduplicated",
     "InvalidRequest",
+    "PhotosWaiting",
     "Queued",
     "SendFailed",
     "SendOutcome",
@@ -69,6 +81,11 @@ __all__ = [
 
 # Ours: a message id is a client's token, not a document.
 MAX_MESSAGE_ID_CHARS: Final = 200
+# Ours: the photos (decoded bytes) queued sends may gather into one turn. A drain
+# joins every queued send into one turn; past ~12 MiB of photos its transcript line
+# (base64, a third larger) passes the media route's 16 MiB line limit and none of
+# them could be fetched back (and a model API refuses a request that large).
+MAX_WAITING_PHOTO_BYTES: Final = 10 * 1024 * 1024
 _SEND_FIELDS: Final = ("message", "messageId", "images")
 _IMAGE_FIELDS: Final = ("mediaType", "data")
 
@@ -148,7 +165,21 @@ class SendFailed:
         return {"error": self.error}
 
 
-SendOutcome: TypeAlias = Deduplicated | Queued | TurnStarted | SendFailed
+@dataclass(frozen=True, slots=True)
+class PhotosWaiting:
+    """Not recorded: the next turn already gathers as many photos as one turn may
+    carry (HTTP 429; the client sends it again, same ``messageId``, once it has run)."""
+
+    retry_after_seconds: int = 5
+
+    def body(self) -> JsonObject:
+        return {
+            "error": "Too many photos are waiting for the chat's next turn: "
+            "send this one again when the current turn has ended"
+        }
+
+
+SendOutcome: TypeAlias = Deduplicated | Queued | TurnStarted | SendFailed | PhotosWaiting
 
 
 def _field_list(body: dict[str, JsonValue], allowed: tuple[str, ...], where: str) -> None:
@@ -233,6 +264,10 @@ class ChatSendService:
         self._clock = clock
         self._new_turn_id = new_turn_id
         self._in_flight: dict[str, _InFlight] = {}
+        # Photo bytes per recorded send (bus row), as far as learned; and the photo
+        # bytes of sends admitted but not yet handed to the session.
+        self._photo_bytes: dict[int, int] = {}
+        self._admitted_photo_bytes = 0
 
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """Record ``request`` and hand it to the session; see the module doc."""
@@ -253,6 +288,40 @@ class ChatSendService:
             mine.done.set()
 
     async def _send(self, request: SendRequest, sender: Sender | None) -> SendOutcome:
+        mine = sum(len(photo.data) for photo in request.images)
+        if not mine:
+            return await self._record_and_hand_over(request, sender)
+        # Rule 5: photos wait for the next turn only while that turn stays under the bound.
+        await self._learn_waiting_photo_bytes()
+        waiting = self._waiting_photo_bytes() + self._admitted_photo_bytes
+        if waiting and waiting + mine > MAX_WAITING_PHOTO_BYTES:
+            return PhotosWaiting()
+        self._admitted_photo_bytes += mine
+        try:
+            return await self._record_and_hand_over(request, sender)
+        finally:
+            self._admitted_photo_bytes -= mine
+
+    def _waiting_rows(self) -> list[int]:
+        return [row for text in self._session.waiting_texts for row in split_photo_markers(text)[1]]
+
+    async def _learn_waiting_photo_bytes(self) -> None:
+        # Rows queued before this process started (a drained crash) are looked up once.
+        while unknown := [row for row in self._waiting_rows() if row not in self._photo_bytes]:
+            for row in unknown:
+                photos = await self._acceptance.attachments(row)
+                self._photo_bytes[row] = sum(len(photo.data) for photo in photos)
+
+    def _waiting_photo_bytes(self) -> int:
+        rows = self._waiting_rows()
+        # Forget what no longer waits (the map would grow with every send otherwise).
+        for gone in self._photo_bytes.keys() - set(rows):
+            del self._photo_bytes[gone]
+        return sum(self._photo_bytes.get(row, 0) for row in rows)
+
+    async def _record_and_hand_over(
+        self, request: SendRequest, sender: Sender | None
+    ) -> SendOutcome:
         now = self._clock.now()
         text = without_markers(request.message)
         message = text if sender is None else inject_user_attr(text, sender.email, sender.name)
@@ -268,6 +337,8 @@ class ChatSendService:
         if isinstance(recorded, AlreadyClaimed):
             return Deduplicated()
         self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})
+        if request.images:
+            self._photo_bytes[recorded.row_id] = sum(len(photo.data) for photo in request.images)
         turn_text = message + (photo_marker(recorded.row_id) if request.images else "")
         try:
             return await self._hand_over(turn_text, recorded.row_id)

@@ -274,6 +274,12 @@ class ChatSession:
         return tuple(entry.text for entry in self._queue)
 
     @property
+    def waiting_texts(self) -> tuple[str, ...]:
+        """The texts the next turn will carry besides a caller's own: a starting run's
+        first turn and the queue (a drain joins the queue; a start joins both)."""
+        return tuple(entry.text for entry in (*self._first_turn, *self._queue))
+
+    @property
     def session_id(self) -> str | None:
         """The SDK session id the next run resumes (None: a new session)."""
         return self._session_id

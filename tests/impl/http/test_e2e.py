@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import threading
@@ -272,3 +273,24 @@ async def test_half_a_surrogate_pair_is_refused_in_a_send_and_answered_from_a_tr
         assert history.body.isascii()
         texts = [entry["content"] for entry in history.json()["entries"] if entry["type"] == "user"]
         assert texts[-1] == [{"type": "text", "text": "half \ud800 a pair"}]
+
+
+async def test_a_photo_that_would_overfill_the_next_turn_is_429_with_retry_after(
+    tmp_path: Path,
+) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    six_mib = base64.b64encode(b"\xff" * 6 * 1024 * 1024).decode("ascii")
+    async with served_box(tmp_path, engine=engine) as (_box, client, _):
+        first = await client.call("POST", "/api/chat/send", json_body={"message": "first"})
+        assert first.status == 200
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        for name, status in (("a", 200), ("b", 429)):
+            body = {
+                "message": name,
+                "messageId": f"m-{name}",
+                "images": [{"mediaType": "image/jpeg", "data": six_mib}],
+            }
+            answer = await client.call("POST", "/api/chat/send", json_body=body)
+            assert answer.status == status, answer.body
+        assert answer.headers["retry-after"] == "5"
+        assert "waiting for the chat's next turn" in answer.json()["error"]

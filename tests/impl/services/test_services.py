@@ -12,13 +12,16 @@ import pytest
 import beebox_impl.transcript.index as index_module
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.messages import result_message
 from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.review.cards import FIELD_ORIGIN, FIELD_TITLE, find_husk_for_session, read_card
 from beebox_impl.review.origin import ORIGIN_ENV
 from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
 from beebox_impl.services.send import (
+    MAX_WAITING_PHOTO_BYTES,
     Deduplicated,
     InvalidRequest,
+    PhotosWaiting,
     Queued,
     Sender,
     SendRequest,
@@ -26,7 +29,7 @@ from beebox_impl.services.send import (
     parse_send_body,
 )
 from beebox_impl.session.clock import ManualClock
-from beebox_impl.store.acceptance import Attachment
+from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
 from beebox_impl.transcript import TailSlice, TranscriptIndex
 from beebox_spec.reconcile import ACCEPTED_WINDOW, reconcile_pending
 from tests.impl.http.support import wait_idle, wait_until
@@ -267,3 +270,53 @@ async def test_the_first_finished_turn_makes_the_husk_and_boot_stamps_old_ones(
     assert read_card(husk_path).text(FIELD_ORIGIN) is None
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects):
         assert read_card(husk_path).text(FIELD_ORIGIN) == "machine-a"
+
+
+def photos(mib: float) -> tuple[Attachment, ...]:
+    return (Attachment("image/jpeg", b"\xff" * int(mib * 1024 * 1024)),)
+
+
+async def bus_messages(box: Box) -> list[str]:
+    rows = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 100)
+    return [str(row.payload["message"]) for row in rows if isinstance(row.payload, dict)]
+
+
+async def test_photos_wait_for_a_turn_only_within_the_bound(tmp_path: Path) -> None:
+    # A drain joins every queued send into one turn: its photos must stay fetchable.
+    assert MAX_WAITING_PHOTO_BYTES == 10 * 1024 * 1024
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        # The turn is in flight: sends queue, and their photos wait for the next turn.
+        assert await box.send(SendRequest("six", "m-6", photos(6))) == Queued()
+        refused = await box.send(SendRequest("six more", "m-6b", photos(6)))
+        assert refused == PhotosWaiting()
+        assert await box.send(SendRequest("one", "m-1", photos(1))) == Queued()
+        assert await box.send(SendRequest("no photo", "m-0")) == Queued()
+        # Refused means not recorded: the same id may be sent again.
+        assert "six more" not in await bus_messages(box)
+        run = engine.runs[0]
+        run.emit_nowait(result_message(session_id="s-1", uuid="r-1"))
+        await wait_until(lambda: len(run.sent) == 2)
+        drained = run.sent[1]
+        assert isinstance(drained, list)
+        assert [block["type"] for block in drained] == ["image", "image", "text"]
+        # The next turn is in flight and nothing waits: a send alone is never too big.
+        assert await box.send(SendRequest("six more", "m-6b", photos(6))) == Queued()
+        assert await box.send(SendRequest("twelve", "m-12", photos(12))) == PhotosWaiting()
+
+
+async def test_a_starting_runs_first_turn_counts_as_waiting(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="wait")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("start", "m-a", photos(8))), TurnStarted)
+        # The start has not answered: what is sent now joins the first turn.
+        assert await box.send(SendRequest("too", "m-b", photos(3))) == PhotosWaiting()
+        assert await box.send(SendRequest("fits", "m-c", photos(1))) == Queued()
+        await engine.wait_start_requested()
+        engine.accept_start()
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        (first,) = engine.runs[0].sent
+        assert isinstance(first, list)
+        assert [block["type"] for block in first] == ["image", "image", "text"]
