@@ -5,8 +5,9 @@ Each client holds one keep-alive connection and an SSE listener of its own
 
 - ``send``: ``POST /api/chat/send`` with a photo (a fresh ``messageId`` each; a
   send answered ``429`` — too many photos wait for the chat's next turn — is not
-  an error: the client sends that same message again as its next send, as the
-  page does, and the count of such answers is reported);
+  an error: the client sends that same message again as its first send after
+  the answer's ``Retry-After``, as the page does, and the count of such answers
+  is reported);
 - ``history``: ``GET /api/chat/history?tail=20`` (the chat's last entries);
 - ``media``: ``GET /api/session-media/<ref>`` of a photo a history read listed;
 - ``bootstrap``: ``GET /api/chat/bootstrap?tail=20``.
@@ -26,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import http.client
 import json
 import os
 import random
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -110,10 +113,15 @@ class Client:
         self.random = random.Random(number)
         self.connection: http.client.HTTPConnection | None = None
         self.headers = {"Authorization": f"Bearer {server.token}"}
-        # A send answered 429, to be sent again (same messageId) as the next send.
+        self.retry_after: str | None = None
+        # A send answered 429, to be sent again (same messageId) as the first send
+        # after its Retry-After; other operations go on meanwhile.
         self.deferred: bytes | None = None
+        self.deferred_until = 0.0
 
-    def _request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, *, keep_headers: bool = False
+    ) -> tuple[int, bytes]:
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -125,6 +133,8 @@ class Client:
             try:
                 self.connection.request(method, path, body=body, headers=headers)
                 answer = self.connection.getresponse()
+                if keep_headers:
+                    self.retry_after = answer.getheader("Retry-After")
                 return answer.status, answer.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 # The server closed an idle keep-alive connection: open another once.
@@ -134,20 +144,24 @@ class Client:
                     raise
         raise AssertionError("unreachable")
 
-    def one(self, operation: str) -> None:
+    def one(self, operation: str) -> bool:
+        """Do ``operation``; False when there was nothing to do (no request made)."""
         if operation == "send":
             body = {
                 "message": f"client {self.number} says {uuid.uuid4().hex[:8]}",
                 "messageId": str(uuid.uuid4()),
                 "images": [{"mediaType": "image/png", "data": self.photo}],
             }
+            if self.deferred is not None and time.monotonic() < self.deferred_until:
+                return False  # this client's message waits for its retry time
             path, data = "/api/chat/send", self.deferred or json.dumps(body).encode()
-            status, answer = self._request("POST", path, data)
+            status, answer = self._request("POST", path, data, keep_headers=True)
             self.deferred = data if status == 429 else None
             if status == 429:
+                self.deferred_until = time.monotonic() + float(self.retry_after or 1)
                 with self.tally.lock:
                     self.tally.deferred += 1
-                return
+                return True
         elif operation == "history":
             status, answer = self._request("GET", "/api/chat/history?tail=20")
             if status == 200:
@@ -158,12 +172,13 @@ class Client:
             with self.tally.lock:
                 ref = self.random.choice(self.tally.refs) if self.tally.refs else None
             if ref is None:
-                return
+                return False
             status, answer = self._request("GET", f"/api/session-media/{ref}")
         else:
             status, answer = self._request("GET", "/api/chat/bootstrap?tail=20")
         if not 200 <= status < 300:
             self.tally.error(f"{operation} {status}")
+        return True
 
     def _harvest(self, answer: bytes) -> None:
         refs = [
@@ -184,12 +199,13 @@ class Client:
             operation = self.random.choice(operations)
             started = time.perf_counter()
             try:
-                self.one(operation)
+                made = self.one(operation)
             except (OSError, http.client.HTTPException) as error:
                 self.tally.error(f"{operation} {type(error).__name__}")
                 self.connection = None
                 continue
-            latencies[operation].append(time.perf_counter() - started)
+            if made:
+                latencies[operation].append(time.perf_counter() - started)
         if self.connection is not None:
             self.connection.close()
         with self.tally.lock:
@@ -197,9 +213,20 @@ class Client:
                 self.tally.latencies[operation].extend(values)
 
 
-def listen(server: Server, tally: Tally, stop: threading.Event, ready: threading.Barrier) -> None:
+# A listener waits this long for a line: the box sends a heartbeat every 15 s, so
+# a silence this long is an error (a timed-out socket cannot be read again anyway).
+EVENT_SILENCE_S = 60.0
+
+
+def listen(
+    server: Server,
+    tally: Tally,
+    stop: threading.Event,
+    ready: threading.Barrier,
+    open_streams: list[http.client.HTTPConnection],
+) -> None:
     """Hold an event stream until ``stop``; an early end is an error."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=EVENT_SILENCE_S)
     events = 0
     try:
         connection.request(
@@ -210,12 +237,11 @@ def listen(server: Server, tally: Tally, stop: threading.Event, ready: threading
             tally.error(f"events {answer.status}")
             return
         assert answer.fp is not None
+        with tally.lock:
+            open_streams.append(connection)
         ready.wait()
         while not stop.is_set():
-            try:
-                line = answer.fp.readline()
-            except TimeoutError:
-                continue
+            line = answer.fp.readline()
             if not line:
                 if not stop.is_set():
                     tally.error("events ended early")
@@ -243,8 +269,11 @@ def run(clients: int, seconds: float, folder: Path) -> dict[str, Any]:
     photo = base64.b64encode(random.Random(7).randbytes(PHOTO_BYTES)).decode("ascii")
     stop = threading.Event()
     ready = threading.Barrier(clients + 1)
+    open_streams: list[http.client.HTTPConnection] = []
     listeners = [
-        threading.Thread(target=listen, args=(server, tally, stop, ready), daemon=True)
+        threading.Thread(
+            target=listen, args=(server, tally, stop, ready, open_streams), daemon=True
+        )
         for _ in range(clients)
     ]
     for thread in listeners:
@@ -272,6 +301,12 @@ def run(clients: int, seconds: float, folder: Path) -> dict[str, Any]:
     elapsed = time.monotonic() - started
     end_usage = server.usage()
     stop.set()
+    # Wake every listener from its wait for the next line: the run is over.
+    with tally.lock:
+        for connection in open_streams:
+            if connection.sock is not None:
+                with contextlib.suppress(OSError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
     for thread in listeners:
         thread.join(timeout=10)
     server.process.send_signal(signal.SIGTERM)
