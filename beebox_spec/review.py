@@ -90,6 +90,7 @@ __all__ = [
     "NOTE_MAX",
     "QUIESCENCE",
     "REDACTED_CREDENTIAL",
+    "RENDERED_ENTRY_SEPARATOR",
     "REVIEWER_MAX_BUDGET_USD",
     "REVIEWER_MAX_TURNS",
     "REVIEWER_MODEL",
@@ -534,6 +535,8 @@ def order_for_review(sessions: Iterable[QualifiedSession]) -> list[QualifiedSess
 
 # §4.4: the most characters of conversation a model is handed.
 MAX_RENDERED_CHARS: Final = 40_000
+# §4.4: what stands between two rendered entries.
+RENDERED_ENTRY_SEPARATOR: Final = "\n\n---\n\n"
 
 
 def _render_lines(entry: SessionEntry) -> list[str]:
@@ -567,7 +570,7 @@ def render_entries(entries: Sequence[SessionEntry]) -> str:
     """
     rendered = [_render_lines(entry) for entry in entries if entry["type"] in ("user", "assistant")]
     # A header alone means nothing visible survived.
-    return "\n\n---\n\n".join("\n".join(lines) for lines in rendered if len(lines) > 1)
+    return RENDERED_ENTRY_SEPARATOR.join("\n".join(lines) for lines in rendered if len(lines) > 1)
 
 
 def elide_middle(text: str, max: int = MAX_RENDERED_CHARS) -> str:

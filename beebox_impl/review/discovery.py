@@ -11,7 +11,12 @@ decide, in their order, with facts gathered only as far as needed:
    turns over every line, and the unread span resolved against the journal, its
    size measured as `beebox_spec.journal.span_size` — or, when neither the
    transcript nor the session's journal entry changed since the last walk, the
-   cached result of that walk, reading no transcript byte.
+   cached result of that walk, reading no transcript byte; or, when the
+   transcript is the same file grown longer (same inode, and every byte up to
+   where the last walk stopped unchanged — a digest at C speed, not a parse),
+   the cached result counted on over the appended lines alone (`_count_on`). That last shortcut is
+   `status`'s: the run's own discovery walks, to hand the review step its resume
+   point, and the review step always resolves the span from the journal.
 
 A qualified session is the spec's `QualifiedSession`: scalars only. Nothing
 parsed survives discovery; the review step reads its span again. For the run,
@@ -38,18 +43,22 @@ from beebox_impl.review.store import (
     CachedTranscript,
     DiscoveryCache,
     FileIdentity,
+    GrowthMark,
     journal_span_id,
 )
 from beebox_impl.review.walk import (
     BoundaryMark,
     FileTag,
+    SpanWalk,
     TranscriptEntries,
     raw_prefix_digest,
     resolve_span_walk,
 )
 from beebox_impl.transcript.location import InvalidSessionId, transcript_path
-from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state, span_size
+from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
+from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
 from beebox_spec.review import (
+    RENDERED_ENTRY_SEPARATOR,
     REVIEW_CHAR_THRESHOLD,
     REVIEW_MIN_USER_TURNS,
     DiscoveryFacts,
@@ -57,6 +66,7 @@ from beebox_spec.review import (
     SkipReason,
     first_skip_reason,
     order_for_review,
+    render_entries,
     snippet_title_from,
 )
 
@@ -67,6 +77,7 @@ __all__ = [
     "box_transcript_locator",
     "discover",
     "mtime_of",
+    "span_measure",
 ]
 
 _log = logging.getLogger(__name__)
@@ -251,6 +262,12 @@ def _transcript_facts(
     cached = cache.transcript(husk_name, identity, journal)
     if cached is not None:
         return cached
+    grown = None if keep_resumes else cache.grown_transcript(husk_name, identity, journal)
+    if grown is not None:
+        counted_on = _count_on(grown, log_path, husk.session, identity, found)
+        if counted_on is not None:
+            cache.remember_transcript(husk_name, counted_on)
+            return counted_on
     source = TranscriptEntries(log_path, husk.session)
     try:
         walk = resolve_span_walk(source.open, session["applied"].get(METADATA_CONSUMER), drain=True)
@@ -259,13 +276,15 @@ def _transcript_facts(
         return None
     finally:
         found.transcript_bytes_read += source.bytes_read
+    chars, pieces = span_measure(walk.span["entries"])
     facts = CachedTranscript(
         identity,
         journal,
         source.user_turns,
         source.first_user_snippet,
-        span_size(walk.span),
+        chars,
         walk.span["bootstrap"],
+        _growth_mark(log_path, source, walk, pieces),
     )
     cache.remember_transcript(husk_name, facts)
     mark = walk.boundary
@@ -274,3 +293,81 @@ def _transcript_facts(
         if digest is not None:
             found.resumes[husk.session] = WalkResume(journal, mark, digest)
     return facts
+
+
+def span_measure(entries: list[SessionEntry]) -> tuple[int, int]:
+    """`beebox_spec.journal.span_size` of a span of `entries`, and how many of them
+    rendered to something: the rendered entries, joined by the separator."""
+    lengths = [len(rendered) for entry in entries if (rendered := render_entries([entry]))]
+    if not lengths:
+        return 0, 0
+    return sum(lengths) + len(RENDERED_ENTRY_SEPARATOR) * (len(lengths) - 1), len(lengths)
+
+
+def _growth_mark(
+    log_path: Path, source: TranscriptEntries, walk: SpanWalk[FileTag], pieces: int
+) -> GrowthMark | None:
+    # Facts can be counted on from where this walk stopped only when appending lines
+    # extends its span: a span resolved normally or from the top with no journal,
+    # not cut at the page's end, over a counting pass that reached a complete line.
+    span = walk.span
+    if span["bootstrap"] not in (None, "no-journal") or span["clipped"]:
+        return None
+    if source.counted_end == 0:
+        return None
+    prefix = raw_prefix_digest(log_path, source.counted_end)
+    if prefix is None:
+        return None
+    return GrowthMark(
+        source.counted_end, source.counted_lines, prefix.hex(), len(span["entries"]), pieces
+    )
+
+
+def _count_on(
+    grown: CachedTranscript,
+    log_path: Path,
+    session_id: str,
+    identity: FileIdentity,
+    found: Discovery,
+) -> CachedTranscript | None:
+    """`grown`'s facts for the file it was counted from, now longer: the appended lines
+    counted on (turns, the span's entries up to a page). None when the file was not
+    simply appended to, or is gone: then it is walked."""
+    mark = grown.growth
+    assert mark is not None, "only a cached walk with a growth mark is counted on"
+    before = raw_prefix_digest(log_path, mark.end)
+    if before is None or before.hex() != mark.prefix:
+        return None
+    source = TranscriptEntries(log_path, session_id)
+    chars, pieces, entries = grown.span_chars, mark.span_pieces, mark.span_entries
+    clipped = False
+    try:
+        for entry, _tag in source.open_at(mark.end, mark.line_count + 1):
+            # Past a page the span is clipped; the turns are still counted to the end.
+            if entries == MAX_SESSION_ENTRIES:
+                clipped = True
+                continue
+            entries += 1
+            rendered = render_entries([entry])
+            if rendered:
+                chars += len(rendered) + (len(RENDERED_ENTRY_SEPARATOR) if pieces else 0)
+                pieces += 1
+    except OSError as error:
+        _log.info("transcript %s gone while reading it: %s", log_path, error)
+        return None
+    finally:
+        found.transcript_bytes_read += source.bytes_read
+    prefix = None if clipped else raw_prefix_digest(log_path, source.counted_end)
+    return CachedTranscript(
+        identity,
+        grown.journal,
+        grown.user_turns + source.user_turns,
+        grown.first_user_snippet
+        if grown.first_user_snippet is not None
+        else source.first_user_snippet,
+        chars,
+        grown.bootstrap,
+        None
+        if prefix is None
+        else GrowthMark(source.counted_end, source.counted_lines, prefix.hex(), entries, pieces),
+    )

@@ -63,6 +63,7 @@ from beebox_impl.review.store import (
     CachedTranscript,
     DiscoveryCache,
     FileIdentity,
+    GrowthMark,
     ReviewStateFile,
     journal_span_id,
 )
@@ -441,14 +442,21 @@ class _SessionReview:
             or walk.last_tag is None
         ):
             return
+        growth = None
         if span["clipped"]:
             facts = _next_page_facts(source.path, session_id, walk.last_tag)
             turns, snippet, chars = facts
         else:
             turns, snippet, chars = source.user_turns, source.first_user_snippet, 0
+            # All read and applied: what is appended next is the whole next span.
+            prefix = (
+                raw_prefix_digest(source.path, source.counted_end) if source.counted_end else None
+            )
+            if prefix is not None:
+                growth = GrowthMark(source.counted_end, source.counted_lines, prefix.hex(), 0, 0)
         self.cache.remember_transcript(
             husk_name,
-            CachedTranscript(FileIdentity.of(status), journal, turns, snippet, chars, None),
+            CachedTranscript(FileIdentity.of(status), journal, turns, snippet, chars, None, growth),
         )
 
 

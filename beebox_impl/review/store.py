@@ -16,8 +16,12 @@ while the husk's inode, size and modification time are the same) and the
 transcript's facts — real user turns, first snippet, the unread span's size and
 bootstrap reason — valid while the transcript's identity *and* the session's
 journal entry are the same. So `status` on a box where nothing changed reads no
-transcript at all, only a stat per husk and per transcript. It is only a cache:
-a missing or unreadable one is rebuilt, and a stale entry is never used.
+transcript at all, only a stat per husk and per transcript. A walk also marks
+where it counted to (`GrowthMark`: the end of its last complete line, a digest
+of every byte before it, and the span's size in entries and rendered pieces), so
+facts of the same file grown longer are counted on over the appended lines only
+(`discovery._count_on`). It is only a cache: a missing or unreadable one is
+rebuilt, and a stale entry is never used.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "CachedTranscript",
     "DiscoveryCache",
     "FileIdentity",
+    "GrowthMark",
     "ReviewStateFile",
     "ReviewStateText",
     "journal_span_id",
@@ -56,7 +61,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 # Bumped whenever what the cache means changes; an older cache is dropped.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 class ReviewStateText:
@@ -176,8 +181,43 @@ class CachedHusk:
 
 
 @dataclass(frozen=True, slots=True)
+class GrowthMark:
+    """Where the facts of a transcript were counted to, so that facts of the same file
+    grown longer can be counted on from there (discovery's `status` after a night).
+
+    `end` is the end of the last complete line counted (`line_count` lines),
+    `prefix` the digest of every byte before it (`walk.raw_prefix_digest`, hex). The span the facts
+    measured held `span_entries` entries, of which `span_pieces` rendered to
+    something (`span_chars` is those pieces and the separators between them).
+    """
+
+    end: int
+    line_count: int
+    prefix: str
+    span_entries: int
+    span_pieces: int
+
+    def as_json(self) -> list[int | str]:
+        """The mark as the cache stores it."""
+        return [self.end, self.line_count, self.prefix, self.span_entries, self.span_pieces]
+
+    @classmethod
+    def from_json(cls, value: Any) -> GrowthMark | None:
+        """A mark read back from the cache (None when it is not one)."""
+        if not isinstance(value, list) or len(value) != 5:
+            return None
+        end, lines, prefix, entries, pieces = value
+        if not isinstance(prefix, str) or not all(
+            type(number) is int and number >= 0 for number in (end, lines, entries, pieces)
+        ):
+            return None
+        return cls(end, lines, prefix, entries, pieces)
+
+
+@dataclass(frozen=True, slots=True)
 class CachedTranscript:
-    """What a walk of the transcript at `identity` found, against journal entry `journal`."""
+    """What a walk of the transcript at `identity` found, against journal entry `journal`
+    (and, when it can be counted on from there, where it counted to: `growth`)."""
 
     identity: FileIdentity
     journal: str | None
@@ -185,6 +225,7 @@ class CachedTranscript:
     first_user_snippet: str | None
     span_chars: int
     bootstrap: BootstrapReason | None
+    growth: GrowthMark | None = None
 
 
 _BOOTSTRAPS: dict[str, BootstrapReason] = {
@@ -254,6 +295,7 @@ class DiscoveryCache:
             _optional_str(facts.get("snippet")),
             chars,
             None if bootstrap is None else _BOOTSTRAPS[bootstrap],
+            GrowthMark.from_json(facts.get("growth")),
         )
 
     def husk(self, name: str, identity: FileIdentity) -> CachedHusk | None:
@@ -269,6 +311,19 @@ class DiscoveryCache:
         if cached is None or cached.identity != identity or cached.journal != journal:
             return None
         return cached
+
+    def grown_transcript(
+        self, name: str, identity: FileIdentity, journal: str | None
+    ) -> CachedTranscript | None:
+        """The cached walk of husk `name`'s transcript if the file is the same one, now
+        longer, against the same journal entry, and the walk marked where it counted to
+        (the caller checks the bytes there are unchanged)."""
+        cached = self._transcripts.get(name)
+        if cached is None or cached.growth is None or cached.journal != journal:
+            return None
+        before = cached.identity
+        same_file = (before.device, before.inode) == (identity.device, identity.inode)
+        return cached if same_file and identity.size > cached.growth.end else None
 
     def remember_husk(self, name: str, husk: CachedHusk) -> None:
         """Record a husk's fields; a changed husk forgets its transcript facts."""
@@ -316,6 +371,7 @@ class DiscoveryCache:
                     "snippet": facts.first_user_snippet,
                     "spanChars": facts.span_chars,
                     "bootstrap": facts.bootstrap,
+                    "growth": None if facts.growth is None else facts.growth.as_json(),
                 }
             husks[name] = record
         text = json.dumps({"version": CACHE_VERSION, "husks": husks}, ensure_ascii=False)

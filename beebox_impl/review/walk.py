@@ -289,11 +289,20 @@ class TranscriptEntries:
         self.user_turns = 0
         self.first_user_snippet: str | None = None
         self.bytes_read = 0
+        # Where the counting pass's last complete line ended, and its number.
+        self.counted_end = 0
+        self.counted_lines = 0
         self._passes = 0
 
     def open(self) -> EntryStream[FileTag]:
         """The entries from the top of the file."""
         return self._stream(0, 1)
+
+    def open_at(self, offset: int, first_line: int) -> EntryStream[FileTag]:
+        """The entries from byte `offset`, a line start (line `first_line`): a counting
+        pass over what follows a part of the file already counted elsewhere."""
+        self.counted_end, self.counted_lines = offset, first_line - 1
+        return self._stream(offset, first_line)
 
     def open_after(self, mark: BoundaryMark[FileTag]) -> EntryStream[FileTag]:
         """The entries after the boundary line `mark` names (its prefix counted by its tag)."""
@@ -311,6 +320,8 @@ class TranscriptEntries:
                 # Only a user line can be a real turn: the others skip the check.
                 if counting and parsed is not None and parsed.get("type") == "user":
                     self._count(parsed)
+                if counting and record.terminated:
+                    self.counted_end, self.counted_lines = record.end, record.line_number
                 if entry is not None:
                     yield (
                         entry,

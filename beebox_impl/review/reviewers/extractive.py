@@ -36,6 +36,7 @@ from beebox_spec.review import (
     NOTE_MAX,
     NOTES_MAX,
     REDACTED_CREDENTIAL,
+    RENDERED_ENTRY_SEPARATOR,
     TITLE_MAX,
     NoteKind,
     ReviewArgs,
@@ -45,8 +46,7 @@ from beebox_spec.review import (
 
 __all__ = ["ExtractiveReviewer", "SpanTurn", "parse_rendered_span"]
 
-# `render_entries`' separator between entries, and its role headers.
-_ENTRY_SEPARATOR: Final = "\n\n---\n\n"
+# `render_entries`' role headers.
 _HEADER: Final = re.compile(r"^\*\*(User|Agent)\*\* \(.*\)$")
 _ELISION: Final = re.compile(r"^… \(\d+ chars of conversation elided\) …$")
 
@@ -326,7 +326,7 @@ class SpanTurn:
 def parse_rendered_span(span: str) -> list[SpanTurn]:
     """Read a span rendered by `render_entries` (and maybe elided) back into turns."""
     turns: list[SpanTurn] = []
-    for chunk in span.split(_ENTRY_SEPARATOR):
+    for chunk in span.split(RENDERED_ENTRY_SEPARATOR):
         lines = [line for line in chunk.split("\n") if not _ELISION.match(line.strip())]
         is_user = False
         if lines and (header := _HEADER.match(lines[0])):
