@@ -51,10 +51,12 @@ from beebox_impl.review.walk import (
     FileTag,
     SpanWalk,
     TranscriptEntries,
+    hash_on,
     raw_prefix_digest,
+    raw_prefix_hash,
     resolve_span_walk,
 )
-from beebox_impl.transcript.location import InvalidSessionId, transcript_path
+from beebox_impl.transcript.location import InvalidSessionId, project_dir, transcript_in
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
 from beebox_spec.review import (
@@ -94,9 +96,16 @@ def box_transcript_locator(box_root: Path, projects_root: Path) -> TranscriptLoc
     the context folder beside the session; the engine runs there)**
     """
 
+    # A folder's project folder, found once per locator (one discovery): finding it
+    # resolves the folder's real path, a system call per path component.
+    projects: dict[Path, Path] = {}
+
     def locate(husk: HuskCard) -> Path:
         cwd = box_root / husk.context_dir if husk.context_dir else box_root
-        return transcript_path(cwd, husk.session, projects_root)
+        project = projects.get(cwd)
+        if project is None:
+            project = projects[cwd] = project_dir(cwd, projects_root)
+        return transcript_in(project, husk.session)
 
     return locate
 
@@ -308,10 +317,10 @@ def _growth_mark(
     log_path: Path, source: TranscriptEntries, walk: SpanWalk[FileTag], pieces: int
 ) -> GrowthMark | None:
     # Facts can be counted on from where this walk stopped only when appending lines
-    # extends its span: a span resolved normally or from the top with no journal,
-    # not cut at the page's end, over a counting pass that reached a complete line.
+    # extends its span (or, past a page, leaves it be): a span resolved normally or
+    # from the top with no journal, over a counting pass that reached a complete line.
     span = walk.span
-    if span["bootstrap"] not in (None, "no-journal") or span["clipped"]:
+    if span["bootstrap"] not in (None, "no-journal"):
         return None
     if source.counted_end == 0:
         return None
@@ -335,17 +344,16 @@ def _count_on(
     simply appended to, or is gone: then it is walked."""
     mark = grown.growth
     assert mark is not None, "only a cached walk with a growth mark is counted on"
-    before = raw_prefix_digest(log_path, mark.end)
-    if before is None or before.hex() != mark.prefix:
+    # One pass over the bytes: the old prefix checked, then fed on to the new end.
+    hashed = raw_prefix_hash(log_path, mark.end)
+    if hashed is None or hashed.hexdigest() != mark.prefix:
         return None
     source = TranscriptEntries(log_path, session_id)
     chars, pieces, entries = grown.span_chars, mark.span_pieces, mark.span_entries
-    clipped = False
     try:
         for entry, _tag in source.open_at(mark.end, mark.line_count + 1):
             # Past a page the span is clipped; the turns are still counted to the end.
             if entries == MAX_SESSION_ENTRIES:
-                clipped = True
                 continue
             entries += 1
             rendered = render_entries([entry])
@@ -357,7 +365,7 @@ def _count_on(
         return None
     finally:
         found.transcript_bytes_read += source.bytes_read
-    prefix = None if clipped else raw_prefix_digest(log_path, source.counted_end)
+    prefix = hash_on(hashed, log_path, mark.end, source.counted_end)
     return CachedTranscript(
         identity,
         grown.journal,
@@ -369,5 +377,7 @@ def _count_on(
         grown.bootstrap,
         None
         if prefix is None
-        else GrowthMark(source.counted_end, source.counted_lines, prefix.hex(), entries, pieces),
+        else GrowthMark(
+            source.counted_end, source.counted_lines, prefix.hexdigest(), entries, pieces
+        ),
     )

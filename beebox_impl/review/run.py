@@ -54,6 +54,7 @@ from beebox_impl.review.discovery import (
     WalkResume,
     discover,
     mtime_of,
+    span_measure,
 )
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, hold_lock_group
 from beebox_impl.review.origin import MachineOrigin
@@ -81,7 +82,6 @@ from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.journal import (
     METADATA_CONSUMER,
     AppliedSpan,
-    ResolvedSpan,
     ReviewState,
     SessionAction,
     SessionReviewState,
@@ -90,7 +90,6 @@ from beebox_spec.journal import (
     next_session_action,
     session_state,
     span_id_for,
-    span_size,
     state_after_already_applied,
     state_after_reviewer_failure,
     state_after_run,
@@ -444,8 +443,7 @@ class _SessionReview:
             return
         growth = None
         if span["clipped"]:
-            facts = _next_page_facts(source.path, session_id, walk.last_tag)
-            turns, snippet, chars = facts
+            turns, snippet, chars, growth = _next_page_facts(source.path, session_id, walk.last_tag)
         else:
             turns, snippet, chars = source.user_turns, source.first_user_snippet, 0
             # All read and applied: what is appended next is the whole next span.
@@ -498,23 +496,27 @@ async def review_chat_sessions(
     )
 
 
-def _next_page_facts(path: Path, session_id: str, end: FileTag) -> tuple[int, str | None, int]:
-    """What discovery would find after a clipped span: turns, snippet, the next span's size.
+def _next_page_facts(
+    path: Path, session_id: str, end: FileTag
+) -> tuple[int, str | None, int, GrowthMark | None]:
+    """What discovery would find after a clipped span: turns, snippet, the next span's
+    size, and where that was counted to (`GrowthMark`).
 
     Read now, while the file is in the page cache, so the next `status` of an
-    unchanged box reads no transcript: the entries after the span's last line,
-    one page of them measured, the rest only counted.
+    unchanged box reads no transcript (and of a grown one, only what was appended):
+    the entries after the span's last line, one page of them measured, the rest
+    only counted.
     """
     source = TranscriptEntries(path, session_id)
     page: list[SessionEntry] = []
     for entry, _ in source.open_after(BoundaryMark(PrefixHasher(), -1, end)):
         if len(page) < MAX_SESSION_ENTRIES:
             page.append(entry)
-    following: ResolvedSpan = {
-        "entries": page,
-        "endIndex": -1,
-        "endPrefixHash": None,
-        "bootstrap": None,
-        "clipped": False,
-    }
-    return source.user_turns, source.first_user_snippet, span_size(following)
+    chars, pieces = span_measure(page)
+    prefix = raw_prefix_digest(path, source.counted_end) if source.counted_end else None
+    growth = (
+        None
+        if prefix is None
+        else GrowthMark(source.counted_end, source.counted_lines, prefix.hex(), len(page), pieces)
+    )
+    return source.user_turns, source.first_user_snippet, chars, growth

@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, TypeAlias, TypeVar
 
 from beebox_impl.transcript.index import interpret_line
 from beebox_impl.transcript.lines import scan_line_records
@@ -62,11 +62,14 @@ __all__ = [
     "TranscriptEntries",
     "entries_from_pages",
     "first_message_title",
+    "hash_on",
     "raw_prefix_digest",
+    "raw_prefix_hash",
     "resolve_span_walk",
 ]
 
 T = TypeVar("T")
+Blake2b: TypeAlias = "hashlib.blake2b"
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
@@ -342,21 +345,34 @@ class TranscriptEntries:
             self.first_user_snippet = first_real_user_snippet([parsed])
 
 
-def raw_prefix_digest(path: Path, length: int, block_size: int = 1 << 20) -> bytes | None:
+def raw_prefix_digest(path: Path, length: int) -> bytes | None:
     """A digest of the file's first `length` bytes, or None when it is shorter or unreadable."""
-    digest = hashlib.blake2b(digest_size=16)
-    remaining = length
+    hashed = raw_prefix_hash(path, length)
+    return None if hashed is None else hashed.digest()
+
+
+def raw_prefix_hash(path: Path, length: int) -> Blake2b | None:
+    """`raw_prefix_digest`'s hash, to be read or fed on (`hash_on`)."""
+    return hash_on(hashlib.blake2b(digest_size=16), path, 0, length)
+
+
+def hash_on(
+    hashed: Blake2b, path: Path, start: int, stop: int, block_size: int = 1 << 20
+) -> Blake2b | None:
+    """`hashed` fed the file's bytes `start` to `stop`; None when it is shorter or unreadable."""
+    remaining = stop - start
     try:
         with path.open("rb", buffering=0) as file:
+            file.seek(start)
             while remaining > 0:
                 chunk = file.read(min(block_size, remaining))
                 if not chunk:
                     return None
-                digest.update(chunk)
+                hashed.update(chunk)
                 remaining -= len(chunk)
     except OSError:
         return None
-    return digest.digest()
+    return hashed
 
 
 def first_message_title(path: Path, session_id: str) -> str | None:

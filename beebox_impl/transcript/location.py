@@ -35,6 +35,7 @@ __all__ = [
     "encode_project_dir",
     "project_dir",
     "projects_root",
+    "transcript_in",
     "transcript_path",
 ]
 
@@ -90,7 +91,13 @@ def transcript_path(box_root: Path, session_id: str, root: Path) -> Path:
     Raises `InvalidSessionId` when the id could name anything but one file in the
     box's project folder.
     """
+    return transcript_in(project_dir(box_root, root), session_id)
+
+
+def transcript_in(project: Path, session_id: str) -> Path:
+    """The transcript of ``session_id`` in the project folder ``project``
+    (`InvalidSessionId` as `transcript_path`)."""
     # The id becomes a file name: only the reference grammar's safe characters.
     if SAFE_ID_RE.fullmatch(session_id) is None:
         raise InvalidSessionId(f"not a session id: {session_id!r}")
-    return project_dir(box_root, root) / f"{session_id}.jsonl"
+    return project / f"{session_id}.jsonl"

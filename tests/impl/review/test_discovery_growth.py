@@ -116,8 +116,21 @@ def test_a_span_past_a_page_stops_at_the_page(box: ReviewBox) -> None:
     box.plan()
     grow(box, session, 6, "past the page")
     assert_counted_on_equals_walked(box)
+    size_before = session.transcript.stat().st_size
     grow(box, session, 2, "and on")
-    assert_counted_on_equals_walked(box)
+    # Clipped, the span stays the page it was: only the turns are counted on.
+    read, _ = assert_counted_on_equals_walked(box)
+    assert read == session.transcript.stat().st_size - size_before
+
+
+def test_after_a_run_clipped_at_a_page_growth_is_counted_on(box: ReviewBox) -> None:
+    session = box.add_session(conversation(MAX_SESSION_ENTRIES // 2 + 40))
+    summary = box.run()
+    assert summary.clipped == [session.session_id]
+    size_before = session.transcript.stat().st_size
+    grow(box, session, 3, "after the clipped run")
+    read, walked = assert_counted_on_equals_walked(box)
+    assert read == session.transcript.stat().st_size - size_before < walked
 
 
 def test_span_measure_is_span_size(box: ReviewBox) -> None:
