@@ -10,7 +10,8 @@
   and records where it listens in ``.beebox/serve.json`` (0600) for ``bbx chat
   send``. SIGINT or SIGTERM shuts it down cleanly: requests in flight finish,
   then the session and the database close. A non-loopback ``--host`` needs
-  ``--allow-remote``.
+  ``--allow-remote``. As the owner of its process, it sets glibc's allocator
+  for a long-lived server first (`beebox_impl.allocator`).
 - ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
   sends a message to a running box over HTTP (with a fresh ``messageId``, so a
   retry of the same command line is not a second message) and prints its answer.
@@ -34,6 +35,7 @@ from typing import Final
 
 import anyio
 
+from beebox_impl.allocator import tune_allocator_for_serving
 from beebox_impl.box import Box, BoxPaths, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.protocol import Engine
@@ -159,6 +161,8 @@ def _serve(args: argparse.Namespace) -> int:
     except RemoteBindRefused as error:
         print(f"bbx: {error}; pass --allow-remote", file=sys.stderr)
         return EXIT_USAGE
+    # Before any thread starts: the box's photo buffers stay out of the heaps.
+    tune_allocator_for_serving()
     failed = False
     try:
         anyio.run(_serve_until_signalled, args)

@@ -1,0 +1,76 @@
+"""`tune_allocator_for_serving`: glibc keeps big freed buffers out of its heaps.
+
+Each case runs in a child process, so this test process's allocator is not changed.
+The child frees a 4 MiB buffer, then allocates another of the same size and reports
+whether glibc gave it its own mapping (`mallinfo2().hblks` went up): by default
+glibc has moved its threshold past that size on the free, and carves the second
+from a heap; tuned, it maps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    platform.libc_ver()[0] != "glibc", reason="the tuning is glibc's mallopt"
+)
+
+_CHILD = r"""
+import ctypes, json, sys
+from beebox_impl.allocator import tune_allocator_for_serving
+
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd",
+        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Mallinfo2
+tuning = tune_allocator_for_serving() if sys.argv[1] == "tuned" else None
+size = 4 * 1024 * 1024
+first = bytearray(size)
+del first
+before = libc.mallinfo2().hblks
+second = bytearray(size)
+mapped = libc.mallinfo2().hblks - before
+print(json.dumps({
+    "mapped": mapped,
+    "threshold_set": None if tuning is None else tuning.mmap_threshold,
+    "arenas_set": None if tuning is None else tuning.arena_max,
+}))
+"""
+
+
+def _child(mode: str, **environment: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **environment},
+        timeout=60,
+    )
+    answer: dict[str, object] = json.loads(done.stdout)
+    return answer
+
+
+def test_untuned_glibc_carves_a_big_buffer_from_a_heap_after_freeing_one() -> None:
+    # The behaviour the tuning exists for; if glibc stops doing this, the test says so.
+    assert _child("default")["mapped"] == 0
+
+
+def test_tuned_a_big_buffer_gets_its_own_mapping() -> None:
+    answer = _child("tuned")
+    assert answer == {"mapped": 1, "threshold_set": True, "arenas_set": True}
+
+
+def test_settings_made_in_the_environment_stand() -> None:
+    answer = _child("tuned", MALLOC_MMAP_THRESHOLD_="8388608", MALLOC_ARENA_MAX="4")
+    # The person's 8 MiB threshold: the 4 MiB buffer comes from a heap.
+    assert answer == {"mapped": 0, "threshold_set": False, "arenas_set": False}
