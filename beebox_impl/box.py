@@ -63,16 +63,24 @@ from beebox_impl.services.history import (
     keep_indexes_current,
 )
 from beebox_impl.services.husks import keep_husks, stamp_old_husks
+from beebox_impl.services.redelivery import TRANSCRIPT_TAIL, plan_redelivery
 from beebox_impl.services.send import ChatSendService, Sender, SendOutcome, SendRequest
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
 from beebox_impl.store.acceptance import AcceptanceStore
-from beebox_impl.store.database import BoxDatabase, database_path
+from beebox_impl.store.database import BoxDatabase, SqliteQueueStore, database_path
 from beebox_impl.store.session_id import SessionIdFile, session_id_path
-from beebox_impl.transcript import IndexShelf, MediaFound, MediaMissing, TranscriptIndexCache
+from beebox_impl.transcript import (
+    IndexShelf,
+    MediaFound,
+    MediaMissing,
+    TailSlice,
+    TranscriptIndexCache,
+)
+from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.transcript.location import projects_root as default_projects_root
-from beebox_spec.entries import SessionHistory
+from beebox_spec.entries import SessionEntry, SessionHistory
 from beebox_spec.media import parse_media_ref
 
 __all__ = [
@@ -172,6 +180,42 @@ def is_box(path: Path) -> bool:
     return BoxPaths(path.expanduser().resolve()).token.is_file()
 
 
+async def _queue_owed_sends(
+    acceptance: AcceptanceStore,
+    history: ChatHistoryService,
+    session_id_store: SessionIdFile,
+    queue: SqliteQueueStore,
+    clock: SessionClock,
+) -> None:
+    """`beebox_impl.services.redelivery`: delivered queue rows retired, owed sends first."""
+
+    async def read_tail(session_id: str) -> list[SessionEntry]:
+        try:
+            window = await history.history(session_id, TailSlice(tail=TRANSCRIPT_TAIL))
+        except InvalidSessionId:
+            # A saved id that names no transcript: none of it is delivered there.
+            return []
+        return window["entries"]
+
+    plan = await plan_redelivery(
+        acceptance=acceptance,
+        session_id=await session_id_store.load(),
+        read_tail=read_tail,
+        queued=await queue.load(),
+        now=clock.now(),
+    )
+    if plan.delivered_rows:
+        await queue.delete(plan.delivered_rows)
+        _log.info(
+            "%d queued message(s) were delivered before the box went down", len(plan.delivered_rows)
+        )
+    if plan.owed_texts:
+        await queue.put_first(plan.owed_texts)
+        _log.warning(
+            "sending again %d message(s) recorded but never delivered", len(plan.owed_texts)
+        )
+
+
 class Box:
     """An open box. Get one with ``async with Box.open(path) as box:``."""
 
@@ -221,9 +265,11 @@ class Box:
         ``BBX_CLAUDE_PROJECTS_DIR`` or ``~/.claude/projects``. ``create=False``
         refuses a folder that is not a box yet (`NotABoxError`) instead of
         running `init_box` on it. A run the engine has not started within
-        ``start_timeout`` seconds fails to start (`BoundedStartEngine`). On exit
-        the chat session closes (its queue stays
-        on disk for the next open) and the database is closed.
+        ``start_timeout`` seconds fails to start (`BoundedStartEngine`). Sends the
+        box recorded but never delivered — a turn in flight when it last went
+        down — go first in the queue the chat drains as it opens
+        (`beebox_impl.services.redelivery`). On exit the chat session closes (its
+        queue stays on disk for the next open) and the database is closed.
         """
         # Refused before anything is opened or created.
         check_start_timeout(start_timeout)
@@ -241,18 +287,23 @@ class Box:
         async with await BoxDatabase.open(paths.root) as database:
             acceptance = AcceptanceStore(database)
             events = BoxEventHub()
+            shelf = IndexShelf.in_box_state(paths.state_dir)
+            # A process killed mid-save left its temporary file: nobody else will.
+            await anyio.to_thread.run_sync(shelf.remove_leftovers)
+            history = ChatHistoryService(paths.root, root, TranscriptIndexCache(shelf=shelf))
+            session_id_store = SessionIdFile(paths.session_id)
+            # Sends recorded but never delivered go first in the queue the session drains.
+            await _queue_owed_sends(
+                acceptance, history, session_id_store, database.chat_queue, clock
+            )
             async with ChatSession.open(
                 engine=PhotoEngine(
                     BoundedStartEngine(engine, start_timeout), acceptance.attachments
                 ),
                 box_root=paths.root,
                 queue_store=database.chat_queue,
-                session_id_store=SessionIdFile(paths.session_id),
+                session_id_store=session_id_store,
             ) as session:
-                shelf = IndexShelf.in_box_state(paths.state_dir)
-                # A process killed mid-save left its temporary file: nobody else will.
-                await anyio.to_thread.run_sync(shelf.remove_leftovers)
-                history = ChatHistoryService(paths.root, root, TranscriptIndexCache(shelf=shelf))
                 relayed = session.subscribe()
                 turns = session.subscribe()
                 husk_turns = session.subscribe()

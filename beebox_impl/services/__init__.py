@@ -8,7 +8,8 @@ HTTP adapter, the CLI and embedding hosts all reach them through `beebox_impl.bo
 - `history` — history slices and photos from the box's transcripts;
 - `bootstrap` — history and the pending read (`beebox_spec.reconcile`) side by side;
 - `events` — the box's one ordered stream of bus and turn events;
-- `attachments` — how a send's photos travel with its turn to the engine.
+- `attachments` — how a send's photos travel with its turn to the engine;
+- `redelivery` — the sends a box owes when it opens (recorded, never delivered).
 """
 
 from __future__ import annotations

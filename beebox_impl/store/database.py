@@ -258,6 +258,22 @@ class SqliteQueueStore:
             return []
         return await self._database.write(insert)
 
+    async def put_first(self, texts: Sequence[str]) -> list[int]:
+        def insert(connection: sqlite3.Connection) -> list[int]:
+            (lowest,) = connection.execute("SELECT MIN(id) FROM chat_queue").fetchone()
+            # Ids below every row's (zero and negative ones too: any integer is a rowid).
+            first = (1 if lowest is None else int(lowest)) - len(texts)
+            row_ids = [first + offset for offset in range(len(texts))]
+            connection.executemany(
+                "INSERT INTO chat_queue (id, text) VALUES (?, ?)", zip(row_ids, texts, strict=True)
+            )
+            return row_ids
+
+        texts = list(texts)
+        if not texts:
+            return []
+        return await self._database.write(insert)
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         ids = [(row_id,) for row_id in row_ids]
         if not ids:

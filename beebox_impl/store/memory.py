@@ -51,6 +51,13 @@ class InMemoryQueueStore:
         await checkpoint()
         return [self._add(text) for text in texts]
 
+    async def put_first(self, texts: Sequence[str]) -> list[int]:
+        await checkpoint()
+        first = min((row.row_id for row in self.rows), default=self._last_id + 1)
+        head = [QueuedRow(first - len(texts) + offset, text) for offset, text in enumerate(texts)]
+        self.rows[:0] = head
+        return [row.row_id for row in head]
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         await checkpoint()
         doomed = set(row_ids)

@@ -48,6 +48,11 @@ class QueueStore(Protocol):
         """`append` each of ``texts`` in order, in one write (all or none); their row ids."""
         ...
 
+    async def put_first(self, texts: Sequence[str]) -> list[int]:
+        """Persist ``texts`` at the head of the queue, in order, in one write (all or
+        none), ahead of every row there now; their row ids."""
+        ...
+
     async def delete(self, row_ids: Sequence[int]) -> None:
         """Remove these rows (ids already gone are ignored)."""
         ...

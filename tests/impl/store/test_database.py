@@ -145,6 +145,22 @@ async def test_append_many_appends_in_order_in_one_write(
         ]
 
 
+async def test_put_first_goes_ahead_of_every_row_and_later_appends_go_last(
+    tmp_path: Path, stores: StoreFactory
+) -> None:
+    async with stores(tmp_path) as (queue, _records):
+        assert await queue.put_first([]) == []
+        # Into an empty queue, then ahead of what is there (ids below every row's).
+        owed = await queue.put_first(["x", "y"])
+        later = await queue.append("z")
+        ahead = await queue.put_first(["v", "w"])
+        assert [row.text for row in await queue.load()] == ["v", "w", "x", "y", "z"]
+        assert [row.row_id for row in await queue.load()] == [*ahead, *owed, later]
+        await queue.delete([ahead[0], owed[1]])
+        assert [row.text for row in await queue.load()] == ["w", "x", "z"]
+        assert await queue.append("last") > later
+
+
 async def test_thread_records_are_saved_replaced_and_deleted(
     tmp_path: Path, stores: StoreFactory
 ) -> None:

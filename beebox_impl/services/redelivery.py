@@ -1,0 +1,181 @@
+"""Sends a box still owes when it opens: recorded, never delivered, sent again (ours).
+
+DESIGN.md §5: an accepted message is never silently lost. The persisted queue
+keeps the messages waiting behind a turn; this keeps the turn itself. A send
+answered ``{turnId}`` is in the acceptance record and goes to the engine, but its
+text reaches the transcript only when the engine writes it there: a box killed in
+between (or a run that died before it did) lost it from the chat, and the page
+showed it pending for ten minutes, then nothing. The same window holds for queued
+texts once their drained turn is sent (their queue rows go then).
+
+`plan_redelivery` is the rule, for the moment a box opens, before its chat
+session loads its queue:
+
+1. **Candidates** are what the page itself would show as pending
+   (`beebox_spec.reconcile.read_accepted_messages`): the last
+   `ACCEPTED_SCAN_LIMIT` ``chat-user-message`` rows accepted within
+   `ACCEPTED_WINDOW`, for the chat's saved session or for none (accepted before
+   the engine assigned an id) — whoever sent them.
+2. **Delivered** are those a user turn of the session's transcript (its last
+   `TRANSCRIPT_TAIL` entries) holds: the message's very text as a whole part of
+   the turn's text (a drained turn joins its texts with ``"\n\n"``), in a turn
+   not recorded before the send was accepted (the page's baseline,
+   `reconcileKnownUuids`), one part for one send. Stricter than the page's
+   containment (`reconcile_pending`), on purpose: a miss here sends a message
+   twice, where a false match would lose it — "ok" is not delivered by a later
+   "ok then".
+3. **Queued** are the undelivered ones a persisted queue row will carry (the
+   same turn text — the message, and the marker of its photos,
+   `beebox_impl.services.attachments` — matched one row for one message).
+4. Every other undelivered candidate is **owed**, oldest first.
+5. A queue row of a **delivered** send is retired: the session deletes a drained
+   turn's rows only after the engine has the turn, so a box killed in between
+   would otherwise send them again.
+
+`Box.open` deletes the retired rows and puts the owed texts at the head of the
+persisted queue (`SqliteQueueStore.put_first`); the session's drain at open
+sends them, with what was queued behind them, as one turn. Delivery is at least
+once: if the box dies again before the transcript holds them, the next open
+finds them owed again. Nothing is owed, and no row retired, once its send is
+older than the window, which bounds how far back the rule looks, as it bounds
+what the page shows pending.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from beebox_impl.services.attachments import photo_marker
+from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, AcceptanceStore
+from beebox_impl.store.protocols import QueuedRow
+from beebox_spec.chat_session import QUEUE_SEPARATOR
+from beebox_spec.entries import PendingMessage, SessionEntry, entry_text
+from beebox_spec.reconcile import (
+    ACCEPTED_SCAN_LIMIT,
+    AcceptedRow,
+    HistoryMarker,
+    accepted_row_from_bus,
+    read_accepted_messages,
+)
+
+__all__ = ["TRANSCRIPT_TAIL", "Redelivery", "plan_redelivery"]
+
+# How many of the transcript's last entries the delivered check reads: more than the
+# user turns that fifty sends within ten minutes could have made.
+TRANSCRIPT_TAIL: Final = 1000
+
+ReadTail = Callable[[str], Awaitable[list[SessionEntry]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Redelivery:
+    """What a box does as it opens: texts to send first, queue rows already delivered."""
+
+    owed_texts: list[str]
+    delivered_rows: list[int]
+
+
+async def plan_redelivery(
+    *,
+    acceptance: AcceptanceStore,
+    session_id: str | None,
+    read_tail: ReadTail,
+    queued: Sequence[QueuedRow],
+    now: datetime,
+) -> Redelivery:
+    """The owed sends, oldest first, and the delivered queue rows (see the module doc).
+
+    `read_tail(session_id)` answers the last `TRANSCRIPT_TAIL` entries of that
+    session's transcript (none when it has none); `queued` is the persisted queue.
+    """
+    bus_rows = await acceptance.recent_events(CHAT_USER_MESSAGE, ACCEPTED_SCAN_LIMIT)
+    rows = {row.row_id: accepted_row_from_bus(row.row_id, row.payload) for row in bus_rows}
+    entries = await read_tail(session_id) if session_id is not None else []
+    markers: list[HistoryMarker] = [
+        {"uuid": entry["uuid"], "timestamp": entry["timestamp"]} for entry in entries
+    ]
+    candidates = _candidates(list(rows.values()), session_id, now, markers)
+    undelivered = _undelivered(candidates, rows, entries)
+    turn_texts = {
+        _row_id(pending["uuid"]): await _turn_text(acceptance, rows[_row_id(pending["uuid"])])
+        for pending in candidates
+    }
+    owed = Counter(turn_texts[row_id] for row_id in undelivered)
+    delivered = Counter(text for row_id, text in turn_texts.items() if row_id not in undelivered)
+    delivered_rows: list[int] = []
+    for row in queued:
+        # An undelivered send's own row: the drain carries it.
+        if owed[row.text]:
+            owed[row.text] -= 1
+        elif delivered[row.text]:
+            delivered[row.text] -= 1
+            delivered_rows.append(row.row_id)
+    owed_texts: list[str] = []
+    for row_id in sorted(undelivered):
+        text = turn_texts[row_id]
+        # What the queue does not carry is owed (the queue took the oldest matches).
+        if owed[text]:
+            owed[text] -= 1
+            owed_texts.append(text)
+    return Redelivery(owed_texts, delivered_rows)
+
+
+async def _turn_text(acceptance: AcceptanceStore, row: AcceptedRow) -> str:
+    # What the send handed the session: the message, and its photos' marker.
+    if await acceptance.attachments(row["id"]):
+        return row["message"] + photo_marker(row["id"])
+    return row["message"]
+
+
+def _wrapped(text: str) -> str:
+    return f"{QUEUE_SEPARATOR}{text}{QUEUE_SEPARATOR}"
+
+
+def _undelivered(
+    candidates: list[PendingMessage], rows: dict[int, AcceptedRow], entries: list[SessionEntry]
+) -> set[int]:
+    """The candidates no user turn of the transcript holds, by rule 2 (module doc)."""
+    # Each user turn's text, wrapped in separators: a message is a whole part of a
+    # turn (a drained turn joins its texts with the separator) where its wrapped text
+    # occurs; what a message was matched to is taken out, so one part answers once.
+    unmatched = {
+        entry["uuid"]: _wrapped(entry_text(entry)) for entry in entries if entry["type"] == "user"
+    }
+    undelivered: set[int] = set()
+    for pending in candidates:
+        row_id = _row_id(pending["uuid"])
+        wanted = _wrapped(rows[row_id]["message"])
+        # Turns recorded before the send was accepted cannot be its delivery.
+        earlier = set(pending.get("reconcileKnownUuids", []))
+        for uuid, text in unmatched.items():
+            at = -1 if uuid in earlier else text.find(wanted)
+            if at != -1:
+                unmatched[uuid] = text[:at] + QUEUE_SEPARATOR + text[at + len(wanted) :]
+                break
+        else:
+            undelivered.add(row_id)
+    return undelivered
+
+
+def _candidates(
+    rows: list[AcceptedRow], session_id: str | None, now: datetime, markers: list[HistoryMarker]
+) -> list[PendingMessage]:
+    # The page's pending read for the session, and for no session — each session-less
+    # row as its own sender sees it (the read shows such a row to its sender only).
+    found = read_accepted_messages(rows, session_id, now, None, markers)
+    if session_id is not None:
+        found += read_accepted_messages(rows, None, now, None, markers)
+    senders = {row["user"]["email"] for row in rows if row["user"] is not None}
+    for sender in sorted(senders):
+        found += read_accepted_messages(rows, None, now, sender, markers)
+    unique = {pending["uuid"]: pending for pending in found}
+    # Oldest first, by the order the rows were accepted in.
+    return sorted(unique.values(), key=lambda pending: _row_id(pending["uuid"]))
+
+
+def _row_id(pending_uuid: str) -> int:
+    return int(pending_uuid.removeprefix("accepted-"))

@@ -1,0 +1,214 @@
+"""Sends owed, and queue rows delivered, when a box opens (`beebox_impl.services.redelivery`).
+
+A box closed with a turn in flight stands in for one killed: its run's turn never
+reached a transcript (a `ScriptedEngine` writes none), exactly as after a kill
+between the engine's send and its transcript line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from beebox_impl.box import Box
+from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.services.send import Queued, SendRequest, TurnStarted
+from beebox_impl.session.clock import ManualClock
+from beebox_impl.store.acceptance import Attachment
+from beebox_impl.transcript import TailSlice
+from beebox_spec.entries import JsonObject
+from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.reconcile import ACCEPTED_WINDOW
+from tests.impl.http.support import wait_idle, wait_until
+
+pytestmark = pytest.mark.anyio
+
+START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+
+
+def opened(
+    tmp_path: Path, engine: ScriptedEngine | EchoEngine, clock: ManualClock, projects: Path
+) -> AbstractAsyncContextManager[Box]:
+    return Box.open(tmp_path / "box", engine=engine, clock=clock, projects_root=projects)
+
+
+def first_turns(engine: ScriptedEngine) -> list[object]:
+    return [turn for run in engine.runs for turn in run.sent]
+
+
+async def open_and_settle(
+    box_path: Path, engine: ScriptedEngine | EchoEngine, clock: ManualClock, projects: Path
+) -> list[object]:
+    """Open the box, give its drain time to reach the engine, close; the turns sent."""
+    async with Box.open(box_path, engine=engine, clock=clock, projects_root=projects) as box:
+        if isinstance(engine, EchoEngine):
+            await wait_idle(box)
+        else:
+            # Nothing owed starts nothing: wait a little either way.
+            with anyio.move_on_after(0.5):
+                await wait_until(lambda: bool(first_turns(engine)))
+    return first_turns(engine) if isinstance(engine, ScriptedEngine) else []
+
+
+async def test_a_turn_in_flight_when_the_box_went_down_is_sent_again(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("lost in flight")), TurnStarted)
+        await wait_until(lambda: first_turns(engine) == ["lost in flight"])
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["lost in flight"]
+
+
+async def test_owed_sends_go_ahead_of_the_queue_in_one_turn_and_none_twice(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+        await wait_until(lambda: first_turns(engine) == ["first"])
+        # Busy: these are queued, and the queue is persisted.
+        assert await box.send(SendRequest("second")) == Queued()
+        assert await box.send(SendRequest("first")) == Queued()
+    again = ScriptedEngine(start_mode="accept")
+    turns = await open_and_settle(tmp_path / "box", again, clock, tmp_path)
+    # The owed turn first, then the queue (the second "first" is the queue's own row).
+    assert turns == ["first\n\nsecond\n\nfirst"]
+
+
+async def test_an_owed_sends_photos_go_with_it(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    photo = Attachment("image/png", b"\x01\x02")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("look", images=(photo,))), TurnStarted)
+        await wait_until(lambda: bool(first_turns(engine)))
+    again = ScriptedEngine(start_mode="accept")
+    (turn,) = await open_and_settle(tmp_path / "box", again, clock, tmp_path)
+    assert turn == [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AQI="}},
+        {"type": "text", "text": "look"},
+    ]
+
+
+async def test_what_the_transcript_holds_is_not_sent_again(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
+        assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
+        await wait_idle(box)
+        session_id = box.session.session_id
+        assert session_id is not None
+        clock.advance(timedelta(seconds=1))
+        assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
+        await wait_idle(box)
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
+
+
+async def test_a_redelivered_send_that_reaches_the_transcript_is_owed_no_more(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, projects) as box:
+        await box.send(SendRequest("twice lost, then kept"))
+        await wait_until(lambda: bool(first_turns(engine)))
+    # Lost again: at least once means it is owed at the next open too.
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == [
+        "twice lost, then kept"
+    ]
+    # This time the engine writes it down.
+    await open_and_settle(tmp_path / "box", EchoEngine(projects, clock.now), clock, projects)
+    async with Box.open(tmp_path / "box", clock=clock, projects_root=projects) as box:
+        session_id = box.session.session_id
+        assert session_id is not None
+        entries = (await box.history(session_id, TailSlice(50)))["entries"]
+        user_texts = [
+            block.get("text")
+            for entry in entries
+            if entry["type"] == "user"
+            for block in entry["content"]
+            if block["type"] == "text"
+        ]
+        assert user_texts == ["twice lost, then kept"]
+    last = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", last, clock, projects) == []
+
+
+async def test_nothing_is_owed_past_the_pending_window(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        await box.send(SendRequest("too old"))
+        await wait_until(lambda: bool(first_turns(engine)))
+    clock.advance(ACCEPTED_WINDOW + timedelta(milliseconds=1))
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == []
+
+
+async def record_and_queue(box: Box, text: str, clock: ManualClock) -> None:
+    """A send recorded and queued as the send service does, its turn never run here:
+    what a drained turn's rows look like when the box died before deleting them."""
+    payload: JsonObject = {
+        "sessionId": box.session.session_id,
+        "message": text,
+        "user": None,
+        "timestamp": to_iso_timestamp(clock.now()),
+    }
+    await box.acceptance.record_user_message(payload, message_id=None, now=clock.now())
+    await box.database.chat_queue.append(text)
+
+
+async def leave_queued_rows(
+    tmp_path: Path, clock: ManualClock, rows: list[str], turn: Callable[[Box], Awaitable[object]]
+) -> None:
+    """An echo box after one turn: `rows` recorded and queued behind it, then `turn` run."""
+    projects = tmp_path / "projects"
+    async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
+        await box.send(SendRequest("start"))
+        await wait_idle(box)
+        clock.advance(timedelta(seconds=1))
+        for text in rows:
+            await record_and_queue(box, text, clock)
+        clock.advance(timedelta(seconds=1))
+        await turn(box)
+        await wait_idle(box)
+
+
+async def test_queue_rows_the_transcript_already_holds_are_not_sent_again(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(START)
+    # The drained turn that carried the rows, written as the engine would have had the
+    # box not died before deleting them (the session's own turn: no send in the record).
+    await leave_queued_rows(
+        tmp_path,
+        clock,
+        ["drained", "twice\n\nover"],
+        lambda box: box.session.send("drained\n\ntwice\n\nover"),
+    )
+    projects = tmp_path / "projects"
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
+    async with opened(tmp_path, ScriptedEngine(start_mode="accept"), clock, projects) as box:
+        assert await box.database.chat_queue.load() == []
+
+
+async def test_a_queue_row_is_kept_unless_its_very_text_is_in_the_transcript(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(START)
+    # The page's rule would take this later turn for the row's echo: it holds "ok".
+    await leave_queued_rows(tmp_path, clock, ["ok"], lambda box: box.send(SendRequest("ok then")))
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, tmp_path / "projects") == ["ok"]
