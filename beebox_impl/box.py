@@ -68,7 +68,7 @@ from beebox_impl.services.send import ChatSendService, Sender, SendOutcome, Send
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
-from beebox_impl.store.acceptance import AcceptanceStore
+from beebox_impl.store.acceptance import CHAT_SETTLED, AcceptanceStore
 from beebox_impl.store.database import BoxDatabase, SqliteQueueStore, database_path
 from beebox_impl.store.session_id import SessionIdFile, session_id_path
 from beebox_impl.transcript import (
@@ -81,6 +81,7 @@ from beebox_impl.transcript import (
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.transcript.location import projects_root as default_projects_root
 from beebox_spec.entries import SessionEntry, SessionHistory
+from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import parse_media_ref
 
 __all__ = [
@@ -386,6 +387,7 @@ class Box:
 
     async def stop(self) -> None:
         """Stop the chat's run and clear its queue."""
+        await self._settle("stop")
         await self.session.stop()
 
     async def restart(self) -> None:
@@ -394,7 +396,16 @@ class Box:
 
     async def reset(self) -> None:
         """Stop, and start a new SDK session next time."""
+        await self._settle("reset")
         await self.session.reset_session()
+
+    async def _settle(self, reason: str) -> None:
+        # Recorded first: what the stop drops must not come back after a crash, and a
+        # crash right after this line leaves it dropped, as the person asked.
+        now = self.clock.now()
+        await self.acceptance.record_event(
+            CHAT_SETTLED, {"reason": reason, "timestamp": to_iso_timestamp(now)}, now=now
+        )
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
         """The box's events (bus and turn events) from now on."""

@@ -15,7 +15,8 @@ session loads its queue:
    (`beebox_spec.reconcile.read_accepted_messages`): the last
    `ACCEPTED_SCAN_LIMIT` ``chat-user-message`` rows accepted within
    `ACCEPTED_WINDOW`, for the chat's saved session or for none (accepted before
-   the engine assigned an id) — whoever sent them.
+   the engine assigned an id) — whoever sent them — and recorded after the last
+   stop or reset (`CHAT_SETTLED`): what a stop dropped stays dropped.
 2. **Delivered** are those a user turn of the session's transcript (its last
    `TRANSCRIPT_TAIL` entries) holds: the message's very text as a whole part of
    the turn's text (a drained turn joins its texts with ``"\n\n"``), in a turn
@@ -50,7 +51,7 @@ from datetime import datetime
 from typing import Final
 
 from beebox_impl.services.attachments import photo_marker
-from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, AcceptanceStore
+from beebox_impl.store.acceptance import CHAT_SETTLED, CHAT_USER_MESSAGE, AcceptanceStore
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.chat_session import QUEUE_SEPARATOR
 from beebox_spec.entries import PendingMessage, SessionEntry, entry_text
@@ -93,7 +94,14 @@ async def plan_redelivery(
     session's transcript (none when it has none); `queued` is the persisted queue.
     """
     bus_rows = await acceptance.recent_events(CHAT_USER_MESSAGE, ACCEPTED_SCAN_LIMIT)
-    rows = {row.row_id: accepted_row_from_bus(row.row_id, row.payload) for row in bus_rows}
+    settled = await acceptance.recent_events(CHAT_SETTLED, 1)
+    settled_up_to = settled[-1].row_id if settled else 0
+    rows = {
+        row.row_id: accepted_row_from_bus(row.row_id, row.payload)
+        for row in bus_rows
+        # A stop or reset settled every send before it: delivered, or dropped on purpose.
+        if row.row_id > settled_up_to
+    }
     entries = await read_tail(session_id) if session_id is not None else []
     markers: list[HistoryMarker] = [
         {"uuid": entry["uuid"], "timestamp": entry["timestamp"]} for entry in entries

@@ -44,6 +44,7 @@ from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import InvariantError
 
 __all__ = [
+    "CHAT_SETTLED",
     "CHAT_USER_MESSAGE",
     "MESSAGE_ID_TTL",
     "AcceptanceStore",
@@ -59,6 +60,10 @@ MESSAGE_ID_TTL: Final = timedelta(days=7)
 
 # §2.1 step 7: the bus event a send records.
 CHAT_USER_MESSAGE: Final = "chat-user-message"
+# (ours) The bus event a deliberate stop or reset records: every send before it was
+# delivered or dropped on purpose, and none of them is owed after a restart
+# (`beebox_impl.services.redelivery`).
+CHAT_SETTLED: Final = "chat-settled"
 
 
 def epoch_ms(moment: datetime) -> int:
@@ -105,6 +110,15 @@ def _payload_text(payload: JsonObject) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _insert_bus_row(connection: sqlite3.Connection, event: str, text: str, now_ms: int) -> int:
+    cursor = connection.execute(
+        "INSERT INTO bus_events (event, payload, created_at_ms) VALUES (?, ?, ?)",
+        (event, text, now_ms),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
 class AcceptanceStore:
     """The acceptance record of one box, in its `BoxDatabase` (see the module doc)."""
 
@@ -140,12 +154,7 @@ class AcceptanceStore:
                 # Rule 3: the id is taken; write nothing.
                 if claimed is not None:
                     return AlreadyClaimed(int(claimed[0]))
-            cursor = connection.execute(
-                "INSERT INTO bus_events (event, payload, created_at_ms) VALUES (?, ?, ?)",
-                (CHAT_USER_MESSAGE, text, now_ms),
-            )
-            assert cursor.lastrowid is not None
-            row_id = cursor.lastrowid
+            row_id = _insert_bus_row(connection, CHAT_USER_MESSAGE, text, now_ms)
             connection.executemany(
                 "INSERT INTO chat_attachments"
                 " (bus_row_id, position, media_type, data, created_at_ms)"
@@ -164,6 +173,15 @@ class AcceptanceStore:
             return Recorded(row_id)
 
         return await self._database.write(record)
+
+    async def record_event(self, event: str, payload: JsonObject, *, now: datetime) -> int:
+        """Write a bus row of ``event`` (committed on return); its row id."""
+        text = _payload_text(payload)
+
+        now_ms = epoch_ms(now)
+        return await self._database.write(
+            lambda connection: _insert_bus_row(connection, event, text, now_ms)
+        )
 
     async def recent_events(self, event: str, limit: int) -> list[BusRow]:
         """Rule 4: the last ``limit`` rows of ``event``, oldest first."""

@@ -212,3 +212,19 @@ async def test_a_queue_row_is_kept_unless_its_very_text_is_in_the_transcript(
     await leave_queued_rows(tmp_path, clock, ["ok"], lambda box: box.send(SendRequest("ok then")))
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path / "projects") == ["ok"]
+
+
+@pytest.mark.parametrize("drop", ["stop", "reset"])
+async def test_what_a_stop_or_reset_dropped_stays_dropped(tmp_path: Path, drop: str) -> None:
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("in flight")), TurnStarted)
+        await wait_until(lambda: first_turns(engine) == ["in flight"])
+        assert await box.send(SendRequest("queued")) == Queued()
+        await (box.stop() if drop == "stop" else box.reset())
+        # Sent after the stop and lost in flight: owed, as any other.
+        assert isinstance(await box.send(SendRequest("after")), TurnStarted)
+        await wait_until(lambda: first_turns(engine)[-1:] == ["after"])
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["after"]
