@@ -42,6 +42,13 @@ def first_turns(engine: ScriptedEngine) -> list[object]:
     return [turn for run in engine.runs for turn in run.sent]
 
 
+async def start_turn(box: Box, engine: ScriptedEngine, request: SendRequest) -> None:
+    """Send, as a turn the engine has got (and, being scripted, will never answer)."""
+    before = len(first_turns(engine))
+    assert isinstance(await box.send(request), TurnStarted)
+    await wait_until(lambda: len(first_turns(engine)) > before)
+
+
 async def open_and_settle(
     box_path: Path, engine: ScriptedEngine | EchoEngine, clock: ManualClock, projects: Path
 ) -> list[object]:
@@ -60,8 +67,7 @@ async def test_a_turn_in_flight_when_the_box_went_down_is_sent_again(tmp_path: P
     clock = ManualClock(START)
     engine = ScriptedEngine(start_mode="accept")
     async with opened(tmp_path, engine, clock, tmp_path) as box:
-        assert isinstance(await box.send(SendRequest("lost in flight")), TurnStarted)
-        await wait_until(lambda: first_turns(engine) == ["lost in flight"])
+        await start_turn(box, engine, SendRequest("lost in flight"))
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["lost in flight"]
 
@@ -72,8 +78,7 @@ async def test_owed_sends_go_ahead_of_the_queue_in_one_turn_and_none_twice(
     clock = ManualClock(START)
     engine = ScriptedEngine(start_mode="accept")
     async with opened(tmp_path, engine, clock, tmp_path) as box:
-        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
-        await wait_until(lambda: first_turns(engine) == ["first"])
+        await start_turn(box, engine, SendRequest("first"))
         # Busy: these are queued, and the queue is persisted.
         assert await box.send(SendRequest("second")) == Queued()
         assert await box.send(SendRequest("first")) == Queued()
@@ -88,8 +93,7 @@ async def test_an_owed_sends_photos_go_with_it(tmp_path: Path) -> None:
     engine = ScriptedEngine(start_mode="accept")
     photo = Attachment("image/png", b"\x01\x02")
     async with opened(tmp_path, engine, clock, tmp_path) as box:
-        assert isinstance(await box.send(SendRequest("look", images=(photo,))), TurnStarted)
-        await wait_until(lambda: bool(first_turns(engine)))
+        await start_turn(box, engine, SendRequest("look", images=(photo,)))
     again = ScriptedEngine(start_mode="accept")
     (turn,) = await open_and_settle(tmp_path / "box", again, clock, tmp_path)
     assert turn == [
@@ -120,8 +124,7 @@ async def test_a_redelivered_send_that_reaches_the_transcript_is_owed_no_more(
     projects = tmp_path / "projects"
     engine = ScriptedEngine(start_mode="accept")
     async with opened(tmp_path, engine, clock, projects) as box:
-        await box.send(SendRequest("twice lost, then kept"))
-        await wait_until(lambda: bool(first_turns(engine)))
+        await start_turn(box, engine, SendRequest("twice lost, then kept"))
     # Lost again: at least once means it is owed at the next open too.
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, projects) == [
@@ -149,8 +152,7 @@ async def test_nothing_is_owed_past_the_pending_window(tmp_path: Path) -> None:
     clock = ManualClock(START)
     engine = ScriptedEngine(start_mode="accept")
     async with opened(tmp_path, engine, clock, tmp_path) as box:
-        await box.send(SendRequest("too old"))
-        await wait_until(lambda: bool(first_turns(engine)))
+        await start_turn(box, engine, SendRequest("too old"))
     clock.advance(ACCEPTED_WINDOW + timedelta(milliseconds=1))
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == []
@@ -219,12 +221,10 @@ async def test_what_a_stop_or_reset_dropped_stays_dropped(tmp_path: Path, drop: 
     clock = ManualClock(START)
     engine = ScriptedEngine(start_mode="accept")
     async with opened(tmp_path, engine, clock, tmp_path) as box:
-        assert isinstance(await box.send(SendRequest("in flight")), TurnStarted)
-        await wait_until(lambda: first_turns(engine) == ["in flight"])
+        await start_turn(box, engine, SendRequest("in flight"))
         assert await box.send(SendRequest("queued")) == Queued()
         await (box.stop() if drop == "stop" else box.reset())
         # Sent after the stop and lost in flight: owed, as any other.
-        assert isinstance(await box.send(SendRequest("after")), TurnStarted)
-        await wait_until(lambda: first_turns(engine)[-1:] == ["after"])
+        await start_turn(box, engine, SendRequest("after"))
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["after"]
