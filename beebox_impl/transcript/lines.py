@@ -190,6 +190,10 @@ class _Utf8Counter:
         if len(chunk) <= _UTF8_PIECE_BYTES:
             self._feed_piece(chunk)
             return
+        # A photo's base64, between whole characters: its own length, one scan.
+        if chunk.isascii() and not self._decoder.getstate()[0]:
+            self.count += len(chunk)
+            return
         # A long chunk is mostly ASCII (a photo's base64) around a little text:
         # only the pieces holding non-ASCII bytes are decoded.
         for start in range(0, len(chunk), _UTF8_PIECE_BYTES):
