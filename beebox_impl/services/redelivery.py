@@ -28,7 +28,9 @@ session loads its queue:
 3. **Queued** are the undelivered ones a persisted queue row will carry (the
    same turn text — the message, and the marker of its photos,
    `beebox_impl.services.attachments` — matched one row for one message).
-4. Every other undelivered candidate is **owed**, oldest first.
+4. Every other undelivered candidate is **owed**, oldest first. (A send of photos
+   alone is never a candidate: the page's read skips an empty message, and no text
+   could show it delivered. One lost in flight stays pending on the page only.)
 5. A queue row of a **delivered** send is retired: the session deletes a drained
    turn's rows only after the engine has the turn, so a box killed in between
    would otherwise send them again.
@@ -134,7 +136,7 @@ async def plan_redelivery(
 
 async def _turn_text(acceptance: AcceptanceStore, row: AcceptedRow) -> str:
     # What the send handed the session: the message, and its photos' marker.
-    if await acceptance.attachments(row["id"]):
+    if await acceptance.has_attachments(row["id"]):
         return row["message"] + photo_marker(row["id"])
     return row["message"]
 

@@ -207,6 +207,15 @@ class AcceptanceStore:
         )
         return [Attachment(str(media_type), bytes(data)) for media_type, data in rows]
 
+    async def has_attachments(self, row_id: int) -> bool:
+        """Whether the send recorded as ``row_id`` carried photos (still kept)."""
+        row = await self._database.read(
+            lambda c: c.execute(
+                "SELECT 1 FROM chat_attachments WHERE bus_row_id = ? LIMIT 1", (row_id,)
+            ).fetchone()
+        )
+        return row is not None
+
     async def claimed_row(self, message_id: str) -> int | None:
         """The bus row id that claimed ``message_id``, or None."""
         row = await self._database.read(
