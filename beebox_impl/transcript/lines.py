@@ -36,7 +36,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
@@ -59,6 +59,7 @@ __all__ = [
     "read_chunks",
     "read_line_record_at",
     "read_line_records",
+    "read_line_without_payloads",
     "read_stripped_line_at",
     "scan_line_records",
 ]
@@ -489,6 +490,35 @@ def read_chunks(file: BinaryIO, offset: int, length: int, block_size: int) -> It
         yield chunk
 
 
+def read_line_without_payloads(
+    file: BinaryIO,
+    *,
+    offset: int,
+    length: int,
+    line_number: int,
+    payload_spans: tuple[tuple[int, int], ...],
+    replacement: Callable[[int], bytes],
+) -> bytes:
+    """The line at `offset` read from the gaps between its payloads alone, payload n
+    (`payload_spans`, from the line's start, in order) written as ``replacement(n)``.
+
+    Raises `TranscriptChanged` when the file is too short.
+    """
+    parts: list[bytes] = []
+    cursor = 0
+    for ordinal, (start, stop) in enumerate((*payload_spans, (length, length))):
+        gap = start - cursor
+        file.seek(offset + cursor)
+        part = file.read(gap)
+        if len(part) != gap:
+            raise TranscriptChanged(f"line {line_number} at byte {offset} is cut short")
+        parts.append(part)
+        if start < length:
+            parts.append(replacement(ordinal))
+        cursor = stop
+    return b"".join(parts)
+
+
 def read_stripped_line_at(
     file: BinaryIO,
     *,
@@ -505,19 +535,15 @@ def read_stripped_line_at(
     and writing the marker in place of each gives the same stripped text without
     reading a photo again. Raises `TranscriptChanged` when the file is too short.
     """
-    parts: list[bytes] = []
-    cursor = 0
-    for start, stop in (*payload_spans, (length, length)):
-        gap = start - cursor
-        file.seek(offset + cursor)
-        part = file.read(gap)
-        if len(part) != gap:
-            raise TranscriptChanged(f"line {line_number} at byte {offset} is cut short")
-        parts.append(part)
-        if start < length:
-            parts.append(_MARKER)
-        cursor = stop
-    stripped_text = b"".join(parts).decode("utf-8", "replace")
+    stripped = read_line_without_payloads(
+        file,
+        offset=offset,
+        length=length,
+        line_number=line_number,
+        payload_spans=payload_spans,
+        replacement=lambda _ordinal: _MARKER,
+    )
+    stripped_text = stripped.decode("utf-8", "replace")
     return LineRecord(
         line_number, offset, length, offset + length, True,
         "parseable", True, stripped_text, None, utf8_bytes, None, payload_spans,

@@ -46,9 +46,10 @@ from beebox_impl.transcript.lines import (
     open_transcript,
     read_chunks,
     read_line_record_at,
+    read_line_without_payloads,
     scan_line_records,
 )
-from beebox_impl.transcript.payloads import decode_payload
+from beebox_impl.transcript.payloads import decode_payload, is_alphabet_run
 from beebox_impl.transcript.strip import PayloadScanner
 from beebox_spec.entries import JsonValue
 from beebox_spec.javascript import parse_json_object_or_none
@@ -94,11 +95,13 @@ class MediaMissing:
 
 @dataclass(frozen=True, slots=True)
 class _LineAt:
-    # A line found for an id; `verified` when it was read (and parsed) just now.
+    # A line found for an id; `verified` when it was read (and parsed) just now;
+    # `payload_spans` where its payloads are, when the index's pass stripped it.
     line_number: int
     offset: int
     length: int
     verified: bool
+    payload_spans: tuple[tuple[int, int], ...] | None = None
 
 
 _Located: TypeAlias = _LineAt | LineNotFound
@@ -312,7 +315,9 @@ def _locate_in_index(
     if target is None:
         return _NOT_FOUND
     offset, length = index.line_span(target)
-    return _LineAt(target + 1, offset, length, verified=False)
+    stripped = index.stripped_lines.get(target)
+    spans = stripped.payload_spans if stripped is not None else None
+    return _LineAt(target + 1, offset, length, verified=False, payload_spans=spans)
 
 
 def _line_is_the_ids(file: BinaryIO, located: _LineAt, uuid: str, block_size: int) -> bool:
@@ -416,16 +421,29 @@ def _extract_at(
     file: BinaryIO, located: _LineAt, image_index: int, expected_uuid: str | None, block_size: int
 ) -> MediaFound | MediaMissing | None:
     # The photo on the line at `located`; None when `expected_uuid` is not its own.
-    scanner = PayloadScanner(replacement=_slot_token)
-    for chunk in read_chunks(file, located.offset, located.length, block_size):
-        scanner.feed(chunk)
-    scanned = scanner.finish()
-    assert scanned.output is not None, "an unlimited scan keeps its output"
+    if located.payload_spans is not None:
+        # The index's pass found the payloads: only the bytes between them are read.
+        spans = located.payload_spans
+        structure = read_line_without_payloads(
+            file,
+            offset=located.offset,
+            length=located.length,
+            line_number=located.line_number,
+            payload_spans=spans,
+            replacement=_slot_token,
+        )
+    else:
+        scanner = PayloadScanner(replacement=_slot_token)
+        for chunk in read_chunks(file, located.offset, located.length, block_size):
+            scanner.feed(chunk)
+        scanned = scanner.finish()
+        assert scanned.output is not None, "an unlimited scan keeps its output"
+        structure, spans = scanned.output, scanned.payloads
     if expected_uuid is not None:
         # Slot tokens hold no quote: the needle and the own uuid read as in the line.
-        structure = scanned.output.decode("utf-8", "replace")
-        own = _own_uuid(parse_json_object_or_none(structure))
-        if own != expected_uuid or uuid_needle(expected_uuid) not in structure:
+        text = structure.decode("utf-8", "replace")
+        own = _own_uuid(parse_json_object_or_none(text))
+        if own != expected_uuid or uuid_needle(expected_uuid) not in text:
             return None
 
     def read_payload(start: int, stop: int) -> bytes:
@@ -433,9 +451,12 @@ def _extract_at(
         payload = file.read(stop - start)
         if len(payload) != stop - start:
             raise TranscriptChanged(f"the payload at byte {located.offset + start} is cut short")
+        # Spans from an index: what lies there now must still be a payload.
+        if not is_alphabet_run(payload, 0, len(payload)):
+            raise TranscriptChanged(f"no payload at byte {located.offset + start} any more")
         return payload
 
-    return _choose_and_decode(scanned.output, scanned.payloads, image_index, read_payload)
+    return _choose_and_decode(structure, spans, image_index, read_payload)
 
 
 def _choose_and_decode(

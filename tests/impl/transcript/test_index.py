@@ -11,11 +11,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import beebox_impl.transcript.media as transcript_media
 from beebox_impl.transcript import (
     MediaFound,
     PageSlice,
@@ -25,6 +27,7 @@ from beebox_impl.transcript import (
     find_media_line,
     read_history,
 )
+from beebox_impl.transcript.lines import open_transcript
 from beebox_spec.entries import MAX_SESSION_ENTRIES
 from beebox_spec.media import MediaRef, find_line_by_uuid
 from beebox_spec.transcript import (
@@ -214,6 +217,99 @@ def test_a_stale_photo_offset_falls_back_to_a_scan() -> None:
         rewrite_keeping_identity(path, second + b"\n" + first + b"\n")
         # The line at u-1's recorded offset is u-2's now: its photo is not served as u-1's.
         assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", b"\x01" * 200_000)
+
+
+def photos_line(uuid: str, photos: list[bytes], text: str = "look") -> bytes:
+    # The text first: a longer text moves every payload.
+    content: list[object] = [{"type": "text", "text": text}]
+    content += [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": b64(photo)},
+        }
+        for photo in photos
+    ]
+    record = {"type": "user", "uuid": uuid, "timestamp": "t", "message": {"content": content}}
+    return compact(record).encode()
+
+
+def b64(photo: bytes) -> str:
+    return base64.b64encode(photo).decode()
+
+
+def test_an_indexed_fetch_reads_the_gaps_and_the_one_photo_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    photos = [bytes([n]) * 120_000 for n in range(1, 4)]
+    with folder() as where:
+        path = where / "session.jsonl"
+        line = photos_line("u-1", photos)
+        path.write_bytes(user_line("u-0", "hi") + b"\n" + line + b"\n")
+        cache = TranscriptIndexCache()
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+        index = cache.cached(path)
+        assert index is not None
+        assert 1 in index.stripped_lines
+        for number, photo in enumerate(photos):
+            ref: MediaRef = {"sessionId": SESSION, "entryUuid": "u-1", "index": number}
+            assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", photo)
+        # Only the gaps and the one payload were read: not the other photos.
+        read: list[int] = []
+        real_open = open_transcript
+
+        def counting_open(at: Path) -> BinaryIO | None:
+            opened = real_open(at)
+            if opened is None:
+                return None
+            original_read = opened.read
+
+            def counted(size: int = -1) -> bytes:
+                data = original_read(size)
+                read.append(len(data))
+                return data
+
+            monkeypatch.setattr(opened, "read", counted)
+            return opened
+
+        monkeypatch.setattr(transcript_media, "open_transcript", counting_open)
+        ref = {"sessionId": SESSION, "entryUuid": "u-1", "index": 2}
+        assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", photos[2])
+        assert sum(read) == len(line) - 2 * len(b64(photos[0]))
+
+
+def test_stale_payload_spans_are_not_served() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        first = photos_line("u-1", [b"\x01" * 120_000, b"\x02" * 120_000])
+        path.write_bytes(first + b"\n")
+        cache = TranscriptIndexCache()
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+        # The same size and mtime, every payload 4 bytes further on (4 base64
+        # characters fewer in the last photo make up for the longer text).
+        moved = photos_line("u-1", [b"\x03" * 120_000, b"\x04" * 119_997], text="look now")
+        assert len(moved) == len(first)
+        rewrite_keeping_identity(path, moved + b"\n")
+        for number, photo in enumerate([b"\x03" * 120_000, b"\x04" * 119_997]):
+            ref: MediaRef = {"sessionId": SESSION, "entryUuid": "u-1", "index": number}
+            assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", photo)
+
+
+def test_a_payload_span_holding_something_else_now_is_not_decoded() -> None:
+    with folder() as where:
+        path = where / "session.jsonl"
+        photos = [b"\x01" * 120_000, b"\x02" * 120_000]
+        line = photos_line("u-1", photos)
+        path.write_bytes(line + b"\n")
+        cache = TranscriptIndexCache()
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+        # Every byte between the payloads as it was; the second payload's first
+        # characters are a quote and a key now (the line no longer parses).
+        at = line.index(b64(photos[1]).encode())
+        rewrite_keeping_identity(path, line[:at] + b'","a' + line[at + 4 :] + b"\n")
+        ref: MediaRef = {"sessionId": SESSION, "entryUuid": "u-1", "index": 1}
+        assert fetch_media(path, ref, cache=cache) == fetch_media(
+            path, ref, cache=TranscriptIndexCache()
+        )
 
 
 def test_a_stale_entry_line_makes_the_history_read_whole() -> None:
