@@ -22,7 +22,12 @@ The extraction detaches payloads with the byte scanner (`PayloadScanner`, a slot
 token in place of each, their spans remembered), lets the spec's `choose_payload`
 parse what is left and pick `image_blocks(...)[index]`'s slot and media type, then
 reads and decodes only that payload (`payloads.decode_payload`: the spec's
-`decode_base64_payload`, at SIMD speed).
+`decode_base64_payload`, at SIMD speed). When the index found the line and its pass
+stripped it, the spans are the pass's (`StrippedLine`): only the bytes between the
+payloads are read, with the slot tokens put in, and then the one payload — a photo
+in a drained turn of forty costs its own bytes, not the turn's. A span that no
+longer holds base64 (the file rewritten under the index) sends the fetch back to a
+scan, as a line that is no longer the id's does.
 """
 
 from __future__ import annotations
