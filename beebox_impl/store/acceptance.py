@@ -176,9 +176,7 @@ class AcceptanceStore:
 
     async def record_event(self, event: str, payload: JsonObject, *, now: datetime) -> int:
         """Write a bus row of ``event`` (committed on return); its row id."""
-        text = _payload_text(payload)
-
-        now_ms = epoch_ms(now)
+        text, now_ms = _payload_text(payload), epoch_ms(now)
         return await self._database.write(
             lambda connection: _insert_bus_row(connection, event, text, now_ms)
         )
