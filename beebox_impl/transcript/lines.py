@@ -143,7 +143,7 @@ class UuidValueCollector:
         # Without a quote (base64, say) the chunk completes no match; it may only
         # be the middle of one that started in the carry.
         if b'"' not in chunk:
-            self._carry = (self._carry + chunk[-_UUID_CARRY_BYTES:])[-_UUID_CARRY_BYTES:]
+            self.pass_over(chunk)
             return
         # A match cut by the boundary lies within the carry and the chunk's start;
         # one seen twice lands in the set once. The chunk itself is not copied.
@@ -153,6 +153,11 @@ class UuidValueCollector:
             self._carry = chunk[-_UUID_CARRY_BYTES:]
         else:
             self._carry = (self._carry + chunk)[-_UUID_CARRY_BYTES:]
+
+    def pass_over(self, quoteless: bytes) -> None:
+        """Move past bytes known to hold no quote: they complete no match, and only
+        their last `_UUID_CARRY_BYTES` can belong to one still open."""
+        self._carry = (self._carry + quoteless[-_UUID_CARRY_BYTES:])[-_UUID_CARRY_BYTES:]
 
     def _collect(self, window: bytes) -> None:
         at, _ = find_quoted(window, (_UUID_KEY,), 0)
@@ -186,6 +191,11 @@ class _Utf8Counter:
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.count = 0
+
+    def add_ascii(self, length: int) -> None:
+        # Bytes known to be ASCII, met between whole characters (after a quote).
+        assert not self._decoder.getstate()[0], "ASCII after a whole character"
+        self.count += length
 
     def feed(self, chunk: bytes) -> None:
         if len(chunk) <= _UTF8_PIECE_BYTES:
@@ -270,7 +280,16 @@ class _LongLine:
         self.length += len(chunk)
         if len(self._head) < HEAD_BYTES:
             self._head += chunk[: HEAD_BYTES - len(self._head)]
-        self._scanner.feed(chunk)
+        # A photo's base64 is read once: the bytes the scanner found to continue a
+        # run are ASCII without a quote, their own UTF-8 length and no id's needle.
+        alphabet_prefix = self._scanner.feed(chunk)
+        if alphabet_prefix:
+            self._utf8.add_ascii(alphabet_prefix)
+            carried_from = max(0, alphabet_prefix - _UUID_CARRY_BYTES)
+            self._uuids.pass_over(chunk[carried_from:alphabet_prefix])
+            if alphabet_prefix == len(chunk):
+                return
+            chunk = chunk[alphabet_prefix:]
         self._utf8.feed(chunk)
         self._uuids.feed(chunk)
 

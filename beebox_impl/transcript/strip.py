@@ -151,18 +151,23 @@ class PayloadScanner:
         self._output: bytearray | None = bytearray()
         self._output_length = 0
 
-    def feed(self, chunk: bytes) -> None:
-        """Scan the next bytes of the line."""
+    def feed(self, chunk: bytes) -> int:
+        """Scan the next bytes of the line.
+
+        Answers how many bytes at the chunk's start were found to continue a run of
+        base64 alphabet open before it (so are ASCII and hold no quote): a caller
+        looking for other things in the line need not look there again.
+        """
         chunk_start = self._fed
         self._fed += len(chunk)
         if self._open is not None:
             resume = self._continue_open_run(chunk, chunk_start)
             # The run goes on past this chunk: nothing more to look at in it.
             if resume is None:
-                return
+                return len(chunk)
             keep_from, search_from = resume
             self._scan(chunk, chunk_start, keep_from, search_from, final=False)
-            return
+            return keep_from
         window, window_start = chunk, chunk_start
         # Undecided bytes from the last chunk are scanned again with this one.
         if self._carry:
@@ -170,6 +175,7 @@ class PayloadScanner:
             window_start = chunk_start - len(self._carry)
             self._carry = b""
         self._scan(window, window_start, 0, 0, final=False)
+        return 0
 
     def finish(self) -> ScannedLine:
         """The line has ended: decide what is still open and answer."""

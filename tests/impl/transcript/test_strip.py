@@ -126,6 +126,33 @@ def test_spans_and_the_output_limit(line: bytes, size: int, limit: int) -> None:
         assert scanned.output is None
 
 
+@settings(max_examples=200)
+@given(adversarial, st.integers(1, 64))
+@example(b'"data":"' + b"A" * 1100 + b"\xc3\xa9" + b"A" * 300 + b'"', 50)
+def test_a_feed_answers_only_alphabet_that_continues_a_run(line: bytes, size: int) -> None:
+    # What a feed answers is skipped by the UTF-8 count and the uuid collector:
+    # it must be base64 alphabet (ASCII, no quote), following alphabet.
+    scanner = PayloadScanner()
+    fed = 0
+    for chunk in chunked(line, size):
+        answered = scanner.feed(chunk)
+        assert 0 <= answered <= len(chunk)
+        if answered:
+            assert fed > 0
+            assert all(byte in BASE64_ALPHABET for byte in line[fed - 1 : fed + answered])
+        fed += len(chunk)
+
+
+def test_a_chunk_inside_a_long_run_is_answered_whole() -> None:
+    # The skip is real: a photo's middle chunks are not looked at again.
+    line = b'{"data":"' + b"A" * 5000 + b'"}'
+    scanner = PayloadScanner()
+    answers = [scanner.feed(chunk) for chunk in chunked(line, 1000)]
+    # The run opens in the second chunk (the first holds too little of it to
+    # decide) and closes 9 bytes into the sixth.
+    assert answers == [0, 0, 1000, 1000, 1000, 9]
+
+
 def test_slot_tokens_replace_in_order() -> None:
     line = b'{"a":[{"data":"' + b"A" * 1500 + b'"},{"base64":"' + b"B" * 1500 + b'"}]}'
     scanner = PayloadScanner(replacement=lambda n: f"slot-{n}".encode())
