@@ -1,20 +1,25 @@
 """Transcript benchmark: history reads, the strip and photo fetches, beside baselines.
 
-Run: `python bench/transcripts.py [--quick] [--reps K]` from the repository root (or
-anywhere: it finds its own generator). It writes a realistic transcript into a
-temporary directory (`bench/generate_transcript.py`: 2,000 lines, 150 pasted
-photos of ~1 MB, ~150 MB; then the same at 4x), measures `beebox_impl.transcript`
-and, in the same run, the baselines each figure is judged against, prints one
-table, and removes the directory. It is a report, not a test: it exits 0 when a
-target is missed and says MISSED. `--quick` (200 lines, 15 photos, 3 repetitions)
-is the CI smoke configuration. Until `beebox_impl.transcript` imports, only the
-baselines are measured.
+Run: `python bench/transcripts.py [--quick] [--reps K] [--allocator serve|default]`
+from the repository root (or anywhere: it finds its own generator). It writes a
+realistic transcript into a temporary directory (`bench/generate_transcript.py`:
+2,000 lines, 150 pasted photos of ~1 MB, ~150 MB; then the same at 4x), measures
+`beebox_impl.transcript` and, in the same run, the baselines each figure is judged
+against, prints one table, and removes the directory. It is a report, not a test: it
+exits 0 when a target is missed and says MISSED. `--quick` (200 lines, 15 photos, 3
+repetitions) is the CI smoke configuration. Until `beebox_impl.transcript` imports,
+only the baselines are measured.
 
 How it measures:
 
 - Every measured operation runs in a fresh child process (this script, re-run
   with a hidden `--child` argument), so one measurement's allocations, caches
-  and imports cannot leak into another's figures.
+  and imports cannot leak into another's figures. Each child first tunes glibc's
+  malloc as `bbx serve` does (`beebox_impl.allocator`), ours and baselines alike:
+  that is the process these reads run in. `--allocator default` leaves glibc's
+  own settings (a host embedding the library untuned; the first read of a
+  never-indexed file is then ~15% slower: its 256 KiB read buffers are faulted in
+  afresh).
 - Time: `time.perf_counter`, the best of K repetitions, in three states:
   "first read" = a fresh `TranscriptIndexCache` and no shelf for each
   repetition (the first read of this transcript ever: a history read builds the
@@ -103,6 +108,7 @@ class Config:
     big_scale: int
     reps: int
     rounds: int  # every child run this many times, interleaved; best over all
+    allocator: str = "serve"  # "serve": children tune malloc as `bbx serve` does
 
 
 FULL: Final = Config("full", entries=2000, photos=150, big_scale=4, reps=5, rounds=2)
@@ -566,8 +572,10 @@ def _child_strip(job: Job, outcome: Outcome) -> None:
         outcome.check, outcome.kind = f"{type(error).__name__}: {error}"[:300], "error"
 
 
-def _child_main(raw: str) -> int:
+def _child_main(raw: str, allocator: str) -> int:
     job = Job(**json.loads(raw))
+    if allocator == "serve":
+        _tune_allocator_as_serve_does()
     try:
         outcome = _child(job)
     except Exception as error:  # a report, not a crash: the parent prints it
@@ -581,9 +589,26 @@ def _child_main(raw: str) -> int:
 # ---------------------------------------------------------------------------------
 
 
-def run_child(job: Job) -> Outcome:
+def _tune_allocator_as_serve_does() -> None:
+    # The process that serves these reads is `bbx serve`, which tunes glibc's
+    # malloc before anything else; ours and the baselines are measured alike.
+    try:
+        from beebox_impl.allocator import tune_allocator_for_serving  # noqa: PLC0415
+    except ImportError:
+        return
+    tune_allocator_for_serving()
+
+
+def run_child(job: Job, allocator: str) -> Outcome:
     """Run `job` in a fresh interpreter and read its answer."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(asdict(job))]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        json.dumps(asdict(job)),
+        "--allocator",
+        allocator,
+    ]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
@@ -869,7 +894,7 @@ def measure_size(
     for round_number in range(1, config.rounds + 1):
         for key, job in jobs.items():
             say(f"  {made.scale}× round {round_number}/{config.rounds}: {key} …")
-            runs[key].append(run_child(job))
+            runs[key].append(run_child(job, config.allocator))
     merged = {key: merge_outcomes(outcomes) for key, outcomes in runs.items()}
     return SizeRun(
         made=made,
@@ -1075,7 +1100,7 @@ def _load_average() -> str:
 
 
 def _probe_impl() -> tuple[bool, str]:
-    outcome = run_child(Job("probe", "", "", 0))
+    outcome = run_child(Job("probe", "", "", 0), "default")
     return outcome.check == "ok", outcome.check
 
 
@@ -1098,13 +1123,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small configuration for CI smoke")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per child")
     parser.add_argument("--rounds", type=int, default=None, help="rounds of children")
+    parser.add_argument(
+        "--allocator",
+        choices=("serve", "default"),
+        default="serve",
+        help="serve: every child tunes glibc's malloc as `bbx serve` does (the default); "
+        "default: glibc's own settings",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
-        return _child_main(args.child)
+        return _child_main(args.child, args.allocator)
     config = QUICK if args.quick else FULL
     config = dataclasses.replace(
-        config, reps=args.reps or config.reps, rounds=args.rounds or config.rounds
+        config,
+        reps=args.reps or config.reps,
+        rounds=args.rounds or config.rounds,
+        allocator=args.allocator,
     )
     reps = config.reps
     started = time.perf_counter()
@@ -1124,6 +1159,15 @@ def main(argv: list[str] | None = None) -> int:
         f"python {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; implementation: "
         + ("beebox_impl.transcript" if impl_ready else f"NOT AVAILABLE ({why})")
+    )
+    print(
+        "allocator: "
+        + (
+            "every child, ours and baselines, tunes glibc's malloc as `bbx serve` does "
+            "(beebox_impl/allocator.py; --allocator default for glibc's own settings)"
+            if config.allocator == "serve"
+            else "glibc's own settings in every child"
+        )
     )
     with tempfile.TemporaryDirectory(prefix="beebox-bench-") as tmp:
         runs: list[SizeRun] = []

@@ -4,7 +4,9 @@ Each case runs in a child process, so this test process's allocator is not chang
 The child frees a 4 MiB buffer, then allocates another of the same size and reports
 whether glibc gave it its own mapping (`mallinfo2().hblks` went up): by default
 glibc has moved its threshold past that size on the free, and carves the second
-from a heap; tuned, it maps it.
+from a heap; tuned, it maps it. Tuned, it first frees a 768 KiB buffer (below the
+threshold: from a heap) and reports whether the heap kept the space
+(`mallinfo2().arena` unchanged) rather than handing it back to be faulted in again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ class Mallinfo2(ctypes.Structure):
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Mallinfo2
 tuning = tune_allocator_for_serving() if sys.argv[1] == "tuned" else None
+kept = None
+if tuning is not None:
+    below = bytearray(768 * 1024)
+    held = libc.mallinfo2().arena
+    del below
+    kept = libc.mallinfo2().arena == held
 size = 4 * 1024 * 1024
 first = bytearray(size)
 del first
@@ -41,7 +49,9 @@ second = bytearray(size)
 mapped = libc.mallinfo2().hblks - before
 print(json.dumps({
     "mapped": mapped,
+    "kept_on_free": kept,
     "threshold_set": None if tuning is None else tuning.mmap_threshold,
+    "trim_set": None if tuning is None else tuning.trim_threshold,
     "arenas_set": None if tuning is None else tuning.arena_max,
 }))
 """
@@ -67,10 +77,28 @@ def test_untuned_glibc_carves_a_big_buffer_from_a_heap_after_freeing_one() -> No
 
 def test_tuned_a_big_buffer_gets_its_own_mapping() -> None:
     answer = _child("tuned")
-    assert answer == {"mapped": 1, "threshold_set": True, "arenas_set": True}
+    assert answer == {
+        "mapped": 1,
+        "kept_on_free": True,
+        "threshold_set": True,
+        "trim_set": True,
+        "arenas_set": True,
+    }
 
 
 def test_settings_made_in_the_environment_stand() -> None:
-    answer = _child("tuned", MALLOC_MMAP_THRESHOLD_="8388608", MALLOC_ARENA_MAX="4")
-    # The person's 8 MiB threshold: the 4 MiB buffer comes from a heap.
-    assert answer == {"mapped": 0, "threshold_set": False, "arenas_set": False}
+    answer = _child(
+        "tuned",
+        MALLOC_MMAP_THRESHOLD_="8388608",
+        MALLOC_TRIM_THRESHOLD_="131072",
+        MALLOC_ARENA_MAX="4",
+    )
+    # The person's 8 MiB threshold: the 4 MiB buffer comes from a heap; their
+    # 128 KiB trim threshold: the freed 768 KiB goes back to the system.
+    assert answer == {
+        "mapped": 0,
+        "kept_on_free": False,
+        "threshold_set": False,
+        "trim_set": False,
+        "arenas_set": False,
+    }
