@@ -365,6 +365,14 @@ class Box:
         """`chat.history`: a slice of ``session_id``'s transcript."""
         return await self.history_service.history(session_id, window)
 
+    def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+        """`history`, blocking, from any thread but the event loop's.
+
+        For a host's own worker threads (the HTTP adapter's handlers): the read is
+        file work and a thread-safe index cache, so it needs no hop through the loop.
+        """
+        return self.history_service.read_history(session_id, window)
+
     async def bootstrap(
         self,
         *,
@@ -380,6 +388,10 @@ class Box:
     async def media(self, ref: str) -> MediaFound | MediaMissing:
         """The photo a reference names; raises `MalformedMediaRef` for a bad one."""
         return await self.history_service.media(parse_media_ref(ref))
+
+    def read_media(self, ref: str) -> MediaFound | MediaMissing:
+        """`media`, blocking, from any thread but the event loop's (as `read_history`)."""
+        return self.history_service.read_media(parse_media_ref(ref))
 
     def status(self) -> ChatStatus:
         """The whole-box chat's state."""

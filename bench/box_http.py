@@ -153,15 +153,21 @@ def _line(label: str, seconds: float, latencies: list[float], failed: int) -> st
 
 
 def _fsync_seconds(folder: Path) -> float:
+    # What a send's commit pays: SQLite in WAL mode appends the transaction's pages
+    # to the log and fsyncs it. So: append one 4 KiB page (unbuffered: the bytes
+    # must be in the file before the fsync, or it syncs nothing), then time fsync.
     samples = []
     path = folder / "fsync-probe"
-    with open(path, "wb") as out:
-        for _ in range(50):
-            out.write(b"x" * 512)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for _ in range(200):
+            os.write(descriptor, b"x" * 4096)
             started = time.perf_counter()
-            os.fsync(out.fileno())
+            os.fsync(descriptor)
             samples.append(time.perf_counter() - started)
-    path.unlink()
+    finally:
+        os.close(descriptor)
+        path.unlink()
     return statistics.median(samples)
 
 

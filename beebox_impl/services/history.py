@@ -7,11 +7,13 @@ read only from the box's own transcripts).
 The reading itself is `beebox_impl.transcript` (proven equal to the spec); this
 service finds the file (`beebox_impl.transcript.location.transcript_path`, which
 refuses an id that is not the reference grammar's), runs the blocking read in a
-worker thread, and keeps one `TranscriptIndexCache` for the box so a second read
-of a long transcript costs what its slice costs. With the box's `IndexShelf`
-behind the cache, and `keep_indexes_current` bringing the chat's index up to
-date after every turn (reading only the bytes the turn appended), even the first
-read after a restart, or of a chat nobody has opened since it grew, costs what
+worker thread (or, through `read_history` / `read_media`, in the caller's own thread
+when it is already a worker: the HTTP adapter's handler threads read without a hop
+through the event loop), and keeps one `TranscriptIndexCache` for the box so a
+second read of a long transcript costs what its slice costs. With the box's
+`IndexShelf` behind the cache, and `keep_indexes_current` bringing the chat's index
+up to date after every turn (reading only the bytes the turn appended), even the
+first read after a restart, or of a chat nobody has opened since it grew, costs what
 its slice costs: only a transcript the box has never seen is read whole.
 """
 
@@ -69,12 +71,14 @@ class ChatHistoryService:
         """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
         return transcript_path(self._box_root, session_id, self._projects_root)
 
+    def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+        """`history`, blocking: for a caller already in a worker thread."""
+        path = self.transcript_path(session_id)
+        return read_history(path, session_id, window, cache=self.cache)
+
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """The slice of ``session_id``'s history (empty when it has no readable transcript)."""
-        path = self.transcript_path(session_id)
-        return await anyio.to_thread.run_sync(
-            lambda: read_history(path, session_id, window, cache=self.cache)
-        )
+        return await anyio.to_thread.run_sync(self.read_history, session_id, window)
 
     async def has_transcript(self, session_id: str) -> bool:
         """Is there a transcript file for ``session_id``?"""
@@ -86,10 +90,14 @@ class ChatHistoryService:
         path = self.transcript_path(session_id)
         await anyio.to_thread.run_sync(lambda: index_current(path, self.cache))
 
+    def read_media(self, ref: MediaRef) -> MediaFound | MediaMissing:
+        """`media`, blocking: for a caller already in a worker thread."""
+        path = self.transcript_path(ref["sessionId"])
+        return fetch_media(path, ref, cache=self.cache)
+
     async def media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """The photo ``ref`` names, or why there is none."""
-        path = self.transcript_path(ref["sessionId"])
-        return await anyio.to_thread.run_sync(lambda: fetch_media(path, ref, cache=self.cache))
+        return await anyio.to_thread.run_sync(self.read_media, ref)
 
 
 def index_current(path: Path, cache: TranscriptIndexCache) -> None:
