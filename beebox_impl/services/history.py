@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
+from typing import Final
 
 import anyio.to_thread
 
@@ -43,6 +45,7 @@ from beebox_spec.media import MediaRef
 
 __all__ = [
     "DEFAULT_HISTORY_TAIL",
+    "MAX_CONCURRENT_READS",
     "ChatHistoryService",
     "HistorySlice",
     "index_current",
@@ -57,15 +60,35 @@ DEFAULT_HISTORY_TAIL = 50
 HistorySlice = TailSlice | PageSlice
 
 
+# How many transcript reads (history slices, photos, index passes) run at once.
+# Each holds its buffers (a photo's line pieces and decoded bytes, up to megabytes)
+# while it runs; more than a few at once buy no speed on a GIL-bound interpreter,
+# only a higher high-water mark of memory when many clients ask together.
+MAX_CONCURRENT_READS: Final = 4
+
+
 class ChatHistoryService:
-    """History slices and photos of one box's transcripts."""
+    """History slices and photos of one box's transcripts.
+
+    At most `max_concurrent_reads` of its reads run at once, whichever thread asks
+    (the HTTP adapter's handler threads, or worker threads for the async methods);
+    the others wait their turn.
+    """
 
     def __init__(
-        self, box_root: Path, projects_root: Path, cache: TranscriptIndexCache | None = None
+        self,
+        box_root: Path,
+        projects_root: Path,
+        cache: TranscriptIndexCache | None = None,
+        *,
+        max_concurrent_reads: int = MAX_CONCURRENT_READS,
     ) -> None:
+        if max_concurrent_reads < 1:
+            raise ValueError("max_concurrent_reads must be at least 1")
         self._box_root = box_root
         self._projects_root = projects_root
         self.cache = cache if cache is not None else TranscriptIndexCache()
+        self._reading = threading.BoundedSemaphore(max_concurrent_reads)
 
     def transcript_path(self, session_id: str) -> Path:
         """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
@@ -74,7 +97,8 @@ class ChatHistoryService:
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`history`, blocking: for a caller already in a worker thread."""
         path = self.transcript_path(session_id)
-        return read_history(path, session_id, window, cache=self.cache)
+        with self._reading:
+            return read_history(path, session_id, window, cache=self.cache)
 
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """The slice of ``session_id``'s history (empty when it has no readable transcript)."""
@@ -88,12 +112,18 @@ class ChatHistoryService:
     async def index_transcript(self, session_id: str) -> None:
         """Bring ``session_id``'s index up to date (and shelve it), reading what is new."""
         path = self.transcript_path(session_id)
-        await anyio.to_thread.run_sync(lambda: index_current(path, self.cache))
+
+        def index() -> None:
+            with self._reading:
+                index_current(path, self.cache)
+
+        await anyio.to_thread.run_sync(index)
 
     def read_media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """`media`, blocking: for a caller already in a worker thread."""
         path = self.transcript_path(ref["sessionId"])
-        return fetch_media(path, ref, cache=self.cache)
+        with self._reading:
+            return fetch_media(path, ref, cache=self.cache)
 
     async def media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """The photo ``ref`` names, or why there is none."""
