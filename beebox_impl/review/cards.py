@@ -40,6 +40,7 @@ from typing import Any, Final
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.reader import Reader
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
 from beebox_impl.atomic import write_atomic
@@ -104,9 +105,35 @@ class CardFormatError(BeeboxError):
     """A card without a front matter block, or whose front matter is not a YAML mapping."""
 
 
+class _SpanForwardingReader(Reader):
+    """ruamel's reader, moving over a span without a line break in one step.
+
+    `Reader.forward` walks its span a character at a time, in Python, to keep the
+    line and column; the scanner moves over a whole scalar that way (a card's
+    account is kilobytes of literal block), and that walk was most of a card's
+    parse. A span with no character that moves the line or the column unusually
+    (line feed, carriage return, byte-order mark) moves the column by its length,
+    which is what the walk would do; any other span is walked as before.
+    """
+
+    def forward(self, length: int = 1) -> None:
+        if length > 1:
+            if self.pointer + length + 1 >= len(self.buffer):
+                self.update(length + 1)
+            stop = self.pointer + length
+            span = self.buffer[self.pointer : stop]
+            if "\n" not in span and "\r" not in span and "\ufeff" not in span:
+                self.pointer = stop
+                self.index += length
+                self.column += length
+                return
+        super().forward(length)
+
+
 def _yaml() -> YAML:
     # One instance per use: ruamel's YAML objects are not safe to share across threads.
     yaml = YAML(typ="rt")
+    yaml.Reader = _SpanForwardingReader
     yaml.preserve_quotes = True
     # Never fold a long line: a folded title would read back with spaces moved.
     yaml.width = 1 << 30

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ruamel.yaml.reader import Reader
 
 from beebox_impl.review.cards import (
     CardFormatError,
     _literal_block,
+    _SpanForwardingReader,
     _with_fields,
     ensure_chat_husk,
     find_husk_for_session,
@@ -241,3 +243,26 @@ def test_an_account_of_any_text_is_written_and_reads_back(lines: list[str], brea
         return  # refused, never written wrong
     assert written.fields["contains-evidence"] == value
     assert written.body == card.body
+
+
+_READER_TEXT = st.text(alphabet="ab :-|\n\r\ufeff\x85\u2028\t", max_size=60)
+
+
+@given(_READER_TEXT, st.lists(st.integers(1, 12), max_size=12))
+def test_the_span_forwarding_reader_keeps_the_marks_ruamels_reader_keeps(
+    text: str, steps: list[int]
+) -> None:
+    # The card parser's reader moves over a span in one step; the marks it keeps
+    # (and errors quote) must be the ones ruamel's own walk keeps.
+    ours, theirs = _SpanForwardingReader(text), Reader(text)
+    for step in steps:
+        if theirs.pointer + step >= len(theirs.buffer):
+            break
+        ours.forward(step)
+        theirs.forward(step)
+        assert (ours.pointer, ours.index, ours.line, ours.column) == (
+            theirs.pointer,
+            theirs.index,
+            theirs.line,
+            theirs.column,
+        )
