@@ -375,12 +375,14 @@ class _Casing:
     """How the conversation most often spells each word (proper nouns keep their capital)."""
 
     def __init__(self, texts: list[str]) -> None:
-        self._forms: dict[str, Counter[str]] = {}
-        for text in texts:
-            for sentence in _sentences(text):
-                # A sentence's first word is capitalised by grammar, not by name.
-                for word in _words(sentence)[1:]:
-                    self._forms.setdefault(word.lower(), Counter())[word] += 1
+        # A sentence's first word is capitalised by grammar, not by name.
+        spellings = Counter(
+            word for text in texts for sentence in _sentences(text) for word in _words(sentence)[1:]
+        )
+        # Each word's spellings with their counts, in the order they first appear.
+        self._forms: dict[str, dict[str, int]] = {}
+        for word, count in spellings.items():
+            self._forms.setdefault(word.lower(), {})[word] = count
 
     def case(self, word: str) -> str:
         forms = self._forms.get(word.lower())
