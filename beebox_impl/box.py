@@ -42,6 +42,7 @@ from typing import Final
 
 import anyio
 import anyio.to_thread
+import sniffio
 
 from beebox_impl.atomic import sync_folder
 from beebox_impl.engine.bounded import (
@@ -95,7 +96,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-# Random bytes in a new token (URL-safe base64 of them is the token).
+# Random bytes in a new token (their hex is the token: no "-" to start it, which a
+# command line would read as an option, and nothing a URL or a header must escape).
 TOKEN_BYTES: Final = 32
 
 
@@ -138,9 +140,21 @@ class BoxPaths:
         return schedule_card_path(self.root)
 
 
+def _refuse_on_the_loop(blocking: str, awaitable: str) -> None:
+    # A blocking read on the event loop's thread would stall every task of the box.
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    raise RuntimeError(
+        f"Box.{blocking} blocks: call it from a thread of your own, or await Box.{awaitable} "
+        f"on the {library} loop"
+    )
+
+
 def _write_new_token(path: Path) -> None:
     # O_EXCL: two `bbx init`s racing keep whichever token was written first.
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    token = secrets.token_hex(TOKEN_BYTES)
     try:
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -366,11 +380,12 @@ class Box:
         return await self.history_service.history(session_id, window)
 
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
-        """`history`, blocking, from any thread but the event loop's.
+        """`history`, blocking, from any thread but the event loop's (`RuntimeError` there).
 
         For a host's own worker threads (the HTTP adapter's handlers): the read is
         file work and a thread-safe index cache, so it needs no hop through the loop.
         """
+        _refuse_on_the_loop("read_history", "history")
         return self.history_service.read_history(session_id, window)
 
     async def bootstrap(
@@ -391,6 +406,7 @@ class Box:
 
     def read_media(self, ref: str) -> MediaFound | MediaMissing:
         """`media`, blocking, from any thread but the event loop's (as `read_history`)."""
+        _refuse_on_the_loop("read_media", "media")
         return self.history_service.read_media(parse_media_ref(ref))
 
     def status(self) -> ChatStatus:

@@ -5,14 +5,16 @@ DESIGN.md §4; the routes and their answers are `beebox_impl.http.routes`.
 How it runs
 -----------
 
-`serve_box` runs inside the host's event loop (asyncio or trio). It opens an
-anyio `BlockingPortal` on that loop and runs the server's accept loop in a worker
-thread; each connection gets a thread of its own, and a handler reaches the box
-by ``portal.call`` — the box's methods run on its loop, as they would for any
-embedding host. Leaving `serve_box` shuts down cleanly: the accept loop stops,
-idle keep-alive connections are closed, event streams end at their next poll,
-requests in flight finish (their threads are joined), and only then is the box
-free to close.
+`serve_box` runs inside the host's event loop (asyncio or trio). It opens an anyio
+`BlockingPortal` on that loop and runs the server's accept loop in a worker thread;
+each connection gets a thread of its own, and a handler reaches the box by
+``portal.call`` — the box's methods run on its loop, as they would for any embedding
+host. The two file reads are the exception: history slices and photos are read in
+the handler's own thread (`Box.read_history`, `Box.read_media`; the history service
+bounds how many run at once), with no hop through the loop. Leaving `serve_box`
+shuts down cleanly: the accept loop stops, idle keep-alive connections are closed,
+event streams end at their next poll, requests in flight finish (their threads are
+joined), and only then is the box free to close.
 
 What the transport guards (each limit is a field of `HttpLimits`)
 -----------------------------------------------------------------

@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
+import anyio
 import anyio.to_thread
 
 from beebox_impl.session.chat import ChatSession
@@ -72,7 +73,9 @@ class ChatHistoryService:
 
     At most `max_concurrent_reads` of its reads run at once, whichever thread asks
     (the HTTP adapter's handler threads, or worker threads for the async methods);
-    the others wait their turn.
+    the others wait their turn. The async methods first wait on the loop for one of
+    as many worker threads, so a burst of them never fills the loop's shared pool
+    of worker threads with threads that only wait.
     """
 
     def __init__(
@@ -88,7 +91,17 @@ class ChatHistoryService:
         self._box_root = box_root
         self._projects_root = projects_root
         self.cache = cache if cache is not None else TranscriptIndexCache()
+        self._max_concurrent_reads = max_concurrent_reads
         self._reading = threading.BoundedSemaphore(max_concurrent_reads)
+        # The async methods' own bound, on the loop: their waiting happens there
+        # (cancellable, and not holding a thread of the loop's shared worker pool).
+        self._loop_readers: anyio.CapacityLimiter | None = None
+
+    def _loop_limiter(self) -> anyio.CapacityLimiter:
+        # Made on first use: a limiter belongs to the running loop.
+        if self._loop_readers is None:
+            self._loop_readers = anyio.CapacityLimiter(self._max_concurrent_reads)
+        return self._loop_readers
 
     def transcript_path(self, session_id: str) -> Path:
         """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
@@ -102,7 +115,9 @@ class ChatHistoryService:
 
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """The slice of ``session_id``'s history (empty when it has no readable transcript)."""
-        return await anyio.to_thread.run_sync(self.read_history, session_id, window)
+        return await anyio.to_thread.run_sync(
+            self.read_history, session_id, window, limiter=self._loop_limiter()
+        )
 
     async def has_transcript(self, session_id: str) -> bool:
         """Is there a transcript file for ``session_id``?"""
@@ -117,7 +132,7 @@ class ChatHistoryService:
             with self._reading:
                 index_current(path, self.cache)
 
-        await anyio.to_thread.run_sync(index)
+        await anyio.to_thread.run_sync(index, limiter=self._loop_limiter())
 
     def read_media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """`media`, blocking: for a caller already in a worker thread."""
@@ -127,7 +142,7 @@ class ChatHistoryService:
 
     async def media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """The photo ``ref`` names, or why there is none."""
-        return await anyio.to_thread.run_sync(self.read_media, ref)
+        return await anyio.to_thread.run_sync(self.read_media, ref, limiter=self._loop_limiter())
 
 
 def index_current(path: Path, cache: TranscriptIndexCache) -> None:

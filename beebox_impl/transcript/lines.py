@@ -193,7 +193,8 @@ class _Utf8Counter:
         self.count = 0
 
     def add_ascii(self, length: int) -> None:
-        # Bytes known to be ASCII, met between whole characters (after a quote).
+        # Bytes known to be ASCII, met between whole characters (they follow the
+        # run's own ASCII bytes, so nothing is pending in the decoder).
         assert not self._decoder.getstate()[0], "ASCII after a whole character"
         self.count += length
 

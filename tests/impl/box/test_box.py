@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box
@@ -23,6 +26,7 @@ from beebox_impl.store.acceptance import (
     Recorded,
 )
 from beebox_impl.store.database import BoxDatabase
+from beebox_impl.transcript import TailSlice
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 
@@ -33,7 +37,9 @@ def test_init_makes_the_layout_with_a_private_token(tmp_path: Path) -> None:
     assert paths.review_state_dir.is_dir()
     assert stat.S_IMODE(paths.token.stat().st_mode) == 0o600
     assert stat.S_IMODE(paths.state_dir.stat().st_mode) == 0o700
-    assert len(paths.token.read_text().strip()) >= 40
+    # 256 random bits in hex: nothing a command line reads as an option ("-..."),
+    # nothing a URL or a header must escape.
+    assert re.fullmatch(r"[0-9a-f]{64}", paths.token.read_text().strip())
     card = paths.schedule_card.read_text()
     assert card.startswith("---\n")
     assert "enabled: false" in card
@@ -70,6 +76,20 @@ async def test_open_refuses_a_folder_that_is_not_a_box_when_told_not_to_create(
     async with Box.open(tmp_path / "made", projects_root=tmp_path / "p") as box:
         assert box.token == box.paths.token.read_text().strip()
         assert box.paths.database.is_file()
+
+
+@pytest.mark.anyio
+async def test_the_blocking_reads_refuse_the_event_loops_thread(tmp_path: Path) -> None:
+    async with Box.open(tmp_path / "box", projects_root=tmp_path / "p") as box:
+        session = "0f3c2e8a-1111-4222-8333-444455556666"
+        with pytest.raises(RuntimeError, match=r"await Box\.history"):
+            box.read_history(session, TailSlice(5))
+        with pytest.raises(RuntimeError, match=r"await Box\.media"):
+            box.read_media(f"{session}/u-1/0")
+        # From a thread of its own, the same read answers (no transcript: empty).
+        history = await anyio.to_thread.run_sync(box.read_history, session, TailSlice(5))
+        assert history == {"sessionId": session, "entries": [], "total": 0}
+        assert await box.history(session, TailSlice(5)) == history
 
 
 @pytest.mark.anyio

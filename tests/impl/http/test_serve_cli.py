@@ -40,7 +40,7 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
         url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
         assert token == (box / ".beebox" / "token").read_text().strip()
 
-        assert conformance_main(["--url", url, "--token", token, str(VECTORS)]) == 0
+        assert conformance_main(["--url", url, f"--token={token}", str(VECTORS)]) == 0
         assert capsys.readouterr().out.strip().endswith("15 passed, 0 failed")
 
         photo = tmp_path / "photo.png"
