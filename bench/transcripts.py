@@ -150,6 +150,7 @@ class Outcome:
     # timeout); "absent" (the implementation is not there to measure).
     kind: str = "ok"
     extra: dict[str, float] = field(default_factory=dict)
+    allocator: str = ""  # what the child's allocator settings were
 
     @property
     def best(self) -> float | None:
@@ -574,12 +575,12 @@ def _child_strip(job: Job, outcome: Outcome) -> None:
 
 def _child_main(raw: str, allocator: str) -> int:
     job = Job(**json.loads(raw))
-    if allocator == "serve":
-        _tune_allocator_as_serve_does()
+    settings = _tune_allocator_as_serve_does() if allocator == "serve" else "glibc's own settings"
     try:
         outcome = _child(job)
     except Exception as error:  # a report, not a crash: the parent prints it
         outcome = Outcome(check=f"{type(error).__name__}: {error}"[:300], kind="error")
+    outcome.allocator = settings
     print(RESULT_MARK + json.dumps(asdict(outcome)), flush=True)
     return 0
 
@@ -589,14 +590,28 @@ def _child_main(raw: str, allocator: str) -> int:
 # ---------------------------------------------------------------------------------
 
 
-def _tune_allocator_as_serve_does() -> None:
+def _tune_allocator_as_serve_does() -> str:
     # The process that serves these reads is `bbx serve`, which tunes glibc's
     # malloc before anything else; ours and the baselines are measured alike.
+    # Answers what was set, for the report's header.
     try:
         from beebox_impl.allocator import tune_allocator_for_serving  # noqa: PLC0415
-    except ImportError:
-        return
-    tune_allocator_for_serving()
+    except ImportError as error:
+        return f"not tuned (beebox_impl.allocator does not import: {error})"
+    tuning = tune_allocator_for_serving()
+    done = [
+        name
+        for name, set_ in (
+            ("mmap threshold", tuning.mmap_threshold),
+            ("trim threshold", tuning.trim_threshold),
+            ("arena cap", tuning.arena_max),
+        )
+        if set_
+    ]
+    if not done:
+        return f"not tuned ({tuning.reason}; or MALLOC_* set in the environment)"
+    kept = "" if len(done) == 3 else " (the rest left as the environment set them)"
+    return f"tuned as `bbx serve` does: {', '.join(done)} set{kept}"
 
 
 def run_child(job: Job, allocator: str) -> Outcome:
@@ -624,6 +639,7 @@ def run_child(job: Job, allocator: str) -> Outcome:
                 check=str(data["check"]),
                 kind=str(data["kind"]),
                 extra={str(k): float(v) for k, v in data["extra"].items()},
+                allocator=str(data.get("allocator", "")),
             )
     tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
     return Outcome(check=f"child exited {done.returncode}: {tail[0]}"[:300], kind="error")
@@ -1099,9 +1115,10 @@ def _load_average() -> str:
         return "?"
 
 
-def _probe_impl() -> tuple[bool, str]:
-    outcome = run_child(Job("probe", "", "", 0), "default")
-    return outcome.check == "ok", outcome.check
+def _probe_impl(allocator: str) -> tuple[bool, str, str]:
+    # Whether the implementation imports, and what a child's allocator settings are.
+    outcome = run_child(Job("probe", "", "", 0), allocator)
+    return outcome.check == "ok", outcome.check, outcome.allocator
 
 
 def _describe(made: GeneratedTranscript, run: SizeRun) -> str:
@@ -1147,7 +1164,7 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s]{message}", file=sys.stderr, flush=True)
 
-    impl_ready, why = _probe_impl()
+    impl_ready, why, allocator_settings = _probe_impl(config.allocator)
     load_before = _load_average()
     print(
         f"beebox transcript benchmark ({config.name}): each measure in a fresh child, "
@@ -1161,13 +1178,8 @@ def main(argv: list[str] | None = None) -> int:
         + ("beebox_impl.transcript" if impl_ready else f"NOT AVAILABLE ({why})")
     )
     print(
-        "allocator: "
-        + (
-            "every child, ours and baselines, tunes glibc's malloc as `bbx serve` does "
-            "(beebox_impl/allocator.py; --allocator default for glibc's own settings)"
-            if config.allocator == "serve"
-            else "glibc's own settings in every child"
-        )
+        f"allocator, in every child (ours and baselines alike): {allocator_settings} "
+        "(--allocator serve|default)"
     )
     with tempfile.TemporaryDirectory(prefix="beebox-bench-") as tmp:
         runs: list[SizeRun] = []
