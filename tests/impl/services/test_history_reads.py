@@ -16,45 +16,64 @@ from beebox_impl.services.history import ChatHistoryService
 from beebox_impl.transcript import TailSlice, TranscriptIndexCache
 from beebox_spec.entries import SessionHistory
 
+SESSION_ID = str(uuid.uuid4())
+
+
+class SlowReads:
+    """Stands in for the transcript read: each read waits for `release`, counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.inside = self.peak = 0
+        self.release = threading.Event()
+        self._counting = threading.Lock()
+        monkeypatch.setattr(history_module, "read_history", self.read)
+
+    def read(
+        self, path: Path, session_id: str, window: object, *, cache: TranscriptIndexCache
+    ) -> SessionHistory:
+        with self._counting:
+            self.inside += 1
+            self.peak = max(self.peak, self.inside)
+        self.release.wait(20)
+        with self._counting:
+            self.inside -= 1
+        return {"sessionId": session_id, "entries": [], "total": 0}
+
+    def wait_until_inside(self, count: int) -> None:
+        deadline = time.monotonic() + 10
+        while self.inside < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert self.inside == count
+
+
+def service_of_two_slots(tmp_path: Path) -> ChatHistoryService:
+    return ChatHistoryService(tmp_path / "box", tmp_path / "projects", max_concurrent_reads=2)
+
+
+def start_readers(service: ChatHistoryService, count: int) -> list[threading.Thread]:
+    # Threads of their own, as the HTTP adapter's handlers are.
+    readers = [
+        threading.Thread(target=service.read_history, args=(SESSION_ID, TailSlice(1)))
+        for _ in range(count)
+    ]
+    for reader in readers:
+        reader.start()
+    return readers
+
 
 def test_reads_past_the_bound_wait_their_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inside = peak = 0
-    counting = threading.Lock()
-    release = threading.Event()
-
-    def slow_read(
-        path: Path, session_id: str, window: object, *, cache: TranscriptIndexCache
-    ) -> SessionHistory:
-        nonlocal inside, peak
-        with counting:
-            inside += 1
-            peak = max(peak, inside)
-        release.wait(10)
-        with counting:
-            inside -= 1
-        return {"sessionId": session_id, "entries": [], "total": 0}
-
-    monkeypatch.setattr(history_module, "read_history", slow_read)
-    service = ChatHistoryService(tmp_path / "box", tmp_path / "projects", max_concurrent_reads=2)
-    session_id = str(uuid.uuid4())
-    readers = [
-        threading.Thread(target=service.read_history, args=(session_id, TailSlice(1)))
-        for _ in range(6)
-    ]
-    for reader in readers:
-        reader.start()
-    deadline = time.monotonic() + 10
-    while inside < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    reads = SlowReads(monkeypatch)
+    readers = start_readers(service_of_two_slots(tmp_path), 6)
+    reads.wait_until_inside(2)
     time.sleep(0.2)  # time for a third to get in, were it allowed to
-    assert inside == 2
-    release.set()
+    assert reads.inside == 2
+    reads.release.set()
     for reader in readers:
         reader.join(10)
-    assert peak == 2
-    assert inside == 0
+    assert reads.peak == 2
+    assert reads.inside == 0
 
 
 def test_the_bound_is_at_least_one(tmp_path: Path) -> None:
@@ -67,32 +86,14 @@ def test_async_reads_wait_on_the_loop_not_in_its_worker_threads(
 ) -> None:
     # Two handler threads hold both reading slots; 45 async reads (more than the
     # loop's 40 worker threads) wait. Other blocking work must still get a thread.
-    release = threading.Event()
-    started = threading.Semaphore(0)
-
-    def slow_read(
-        path: Path, session_id: str, window: object, *, cache: TranscriptIndexCache
-    ) -> SessionHistory:
-        started.release()
-        release.wait(20)
-        return {"sessionId": session_id, "entries": [], "total": 0}
-
-    monkeypatch.setattr(history_module, "read_history", slow_read)
-    service = ChatHistoryService(tmp_path / "box", tmp_path / "projects", max_concurrent_reads=2)
-    session_id = str(uuid.uuid4())
-    holders = [
-        threading.Thread(target=service.read_history, args=(session_id, TailSlice(1)))
-        for _ in range(2)
-    ]
-    for holder in holders:
-        holder.start()
-    for _ in holders:
-        assert started.acquire(timeout=10)
+    reads, service = SlowReads(monkeypatch), service_of_two_slots(tmp_path)
+    holders = start_readers(service, 2)
+    reads.wait_until_inside(2)
     answers: list[SessionHistory] = []
 
     async def main() -> None:
         async def read() -> None:
-            answers.append(await service.history(session_id, TailSlice(1)))
+            answers.append(await service.history(SESSION_ID, TailSlice(1)))
 
         async with anyio.create_task_group() as readers:
             for _ in range(45):
@@ -103,7 +104,7 @@ def test_async_reads_wait_on_the_loop_not_in_its_worker_threads(
                     assert await anyio.to_thread.run_sync(lambda: 42) == 42
             finally:
                 # Waiting reads in threads cannot be cancelled: let them all finish.
-                release.set()
+                reads.release.set()
 
     anyio.run(main)
     for holder in holders:
