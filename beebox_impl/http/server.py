@@ -257,10 +257,15 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "beebox"
     sys_version = ""
+    # Replies are written through a buffer and flushed once they are whole: the
+    # head and a small body leave in one send, where two cost a second trip through
+    # the socket and the GIL (~0.25 ms a request under load). Streams flush each event.
+    wbufsize = 64 * 1024
 
     def setup(self) -> None:
         super().setup()
-        # Headers and body are separate writes: without this, Nagle holds the body ~40 ms.
+        # A reply larger than the write buffer goes out in several writes: without this,
+        # Nagle would hold the last ~40 ms.
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.idle = True
@@ -513,6 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+        self.wfile.flush()
 
     def _send_stream(self, reply: StreamReply) -> None:
         self.close_connection = True
