@@ -259,8 +259,10 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     # Replies are written through a buffer and flushed once they are whole: the
     # head and a small body leave in one send, where two cost a second trip through
-    # the socket and the GIL (~0.25 ms a request under load). Streams flush each event.
-    wbufsize = 64 * 1024
+    # the socket and the GIL (~0.25 ms a request under load). A larger body is
+    # written past the buffer; streams flush each event. Every connection holds
+    # one, an event stream's included: kept small.
+    wbufsize = 16 * 1024
 
     def setup(self) -> None:
         super().setup()
