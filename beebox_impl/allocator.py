@@ -21,10 +21,10 @@ with `bench/load.py` (64 clients, 256 KiB photos, 90 s, each setting one run,
 `docs/reliability.md`): see the load table.
 
 It is for the process that owns its allocator: `bbx serve` calls it before any
-thread starts. A host embedding the box keeps its own settings; a setting the
-person already made through glibc's environment (``MALLOC_MMAP_THRESHOLD_``,
-``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_ARENA_MAX``) is left as they made it. Elsewhere (musl, macOS,
-Windows) it does nothing.
+thread starts. A host embedding the box keeps its own settings; a setting the person
+already made through glibc's environment (``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_ARENA_MAX``) is left as they made it. Elsewhere
+(musl, macOS, Windows) it does nothing.
 """
 
 from __future__ import annotations
