@@ -41,6 +41,11 @@ How it measures:
 - Page cache: the file has just been written, so it is in the page cache; caches
   are not dropped. Every figure, ours and baselines alike, is a warm-page-cache
   figure: CPU and memory-copy cost, not disk.
+- The first-read floor (an info row, not a target): the least any exact first
+  read of a never-indexed file does whatever its design, since `total` counts
+  the lines that parse: read every byte once, check every photo's base64 with
+  libbase64, `json.loads` every line with its photos cut out (cut untimed),
+  summed. Its ratio to the naive reader bounds what the first-read rows can show.
 - Every measured result is checked (entry counts, totals, minted references,
   the SHA-256 of a fetched photo, the strip against `beebox_spec.media`), so a
   fast wrong answer shows as WRONG, not as a win.
@@ -67,6 +72,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
+import pybase64
 from generate_transcript import GeneratedTranscript, generate_transcript
 
 TAIL: Final = 200
@@ -309,6 +315,59 @@ def fetch_floor(path: str, offset: int, length: int) -> bytes:
     return base64.b64decode(line[start:end])
 
 
+def first_read_floor_inputs(path: str) -> tuple[list[bytes], list[bytes]]:
+    """What an exact first read must parse and check, set aside untimed.
+
+    Every line with its photos' base64 cut out (what must be parsed: `total`
+    counts the lines that parse), and those photos' base64 (what must be checked
+    to be base64 before it may be cut out). Cut with the generator's own key only
+    (`"data":"`), which is what its photo lines hold.
+    """
+    lines: list[bytes] = []
+    payloads: list[bytes] = []
+    key = b'"data":"'
+    with open(path, "rb") as handle:
+        for line in handle:
+            kept: list[bytes] = []
+            position = 0
+            while (start := line.find(key, position)) != -1:
+                start += len(key)
+                end = line.index(b'"', start)
+                if end - start >= 1024:
+                    kept.append(line[position:start])
+                    payloads.append(line[start:end])
+                    position = end
+                else:
+                    kept.append(line[position:end])
+                    position = end
+            kept.append(line[position:])
+            lines.append(b"".join(kept))
+    return lines, payloads
+
+
+def first_read_floor(path: str, lines: list[bytes], payloads: list[bytes]) -> int:
+    """The least any exact first read does, whatever its design: three steps summed.
+
+    Read every byte of the file once (256 KiB blocks, no line splitting), check
+    every photo's base64 with libbase64 (`pybase64`, the fastest check in reach),
+    and `json.loads` every line with its photos cut out. Finding the lines, the
+    photos, and building entries are left out: this is a floor, not a reader.
+    """
+    with open(path, "rb", buffering=0) as handle:
+        while handle.read(256 * 1024):
+            pass
+    for payload in payloads:
+        pybase64.b64decode(payload, validate=True)
+    parsed = 0
+    for line in lines:
+        try:
+            json.loads(line)
+        except ValueError:
+            continue
+        parsed += 1
+    return parsed
+
+
 def uuid_scan(path: str, uuid: str) -> int:
     """The original's lookup: scan lines from the top until one holds the needle."""
     needle = f'"uuid":"{uuid}"'.encode()
@@ -390,6 +449,9 @@ def _child(job: Job) -> Outcome:
         _run_reps(job, lambda: raw_line_scan(job.path), _expect_truthy, outcome)
     elif job.op == "chunked_read":
         _run_reps(job, lambda: chunked_read(job.path), _expect_truthy, outcome)
+    elif job.op == "first_read_floor":
+        lines, payloads = first_read_floor_inputs(job.path)
+        _run_reps(job, lambda: first_read_floor(job.path, lines, payloads), _expect_truthy, outcome)
     elif job.op == "naive_tail":
         _run_reps(
             job, lambda: naive_history(job.path, job.session_id, TAIL), _history_check(job), outcome
@@ -807,6 +869,7 @@ class SizeRun:
     fetch_shelved: Outcome | None
     fetch_warm: Outcome | None
     naive: Outcome | None = None
+    first_read_floor: Outcome | None = None
     page_cold: Outcome | None = None
     page_shelved: Outcome | None = None
     page_warm: Outcome | None = None
@@ -888,6 +951,7 @@ def measure_size(
         jobs["tail_cold"] = _history_job("tail", made, reps, "cold", tail=True)
     if full_set:
         jobs["naive"] = _history_job("naive_tail", made, reps, "", tail=True)
+        jobs["first_read_floor"] = Job("first_read_floor", path, sid, reps)
     if impl_ready:
         jobs["tail_shelved"] = _history_job("tail", made, reps, "shelved", tail=True)
         jobs["tail_warm"] = _history_job("tail", made, reps, "warm", tail=True)
@@ -925,6 +989,7 @@ def measure_size(
         fetch_shelved=merged.get("fetch_shelved"),
         fetch_warm=merged.get("fetch_warm"),
         naive=merged.get("naive"),
+        first_read_floor=merged.get("first_read_floor"),
         page_cold=merged.get("page_cold"),
         page_shelved=merged.get("page_shelved"),
         page_warm=merged.get("page_warm"),
@@ -973,6 +1038,7 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
             at_least=1.0,
             target="faster",
         )
+    _first_read_floor_row(report, small)
     for run, x, base, base_name in (
         (small, "1×", small.naive, "naive"),
         (big, x_big, big.raw_scan, "raw scan"),
@@ -1030,6 +1096,29 @@ def build_report(small: SizeRun, big: SizeRun, impl_ready: bool) -> Report:
             target=f"≤ {COLD_FETCH_VS_SCAN}× raw scan",
         )
     return report
+
+
+def _first_read_floor_row(report: Report, run: SizeRun) -> None:
+    """How far below naive any exact first read can get: the bound on that row."""
+    floor, naive = run.first_read_floor, run.naive
+    assert floor is not None
+    assert naive is not None
+    problem = _problem(floor) or _problem(naive)
+    ratio = "—"
+    if problem is None and floor.best and naive.best:
+        ratio = f"{naive.best / floor.best:.1f}× faster"
+    else:
+        report.note(floor, "first-read floor")
+    report.add(
+        Row(
+            "first-read floor vs naive (1×): read + base64 check + parse, summed",
+            _ms(floor.best),
+            f"naive {_ms(naive.best)}",
+            ratio,
+            f"bounds the {FIRST_READ} rows",
+            "info" if problem is None else "ERROR",
+        )
+    )
 
 
 def _strip_rows(report: Report, strip: Outcome) -> None:
