@@ -23,7 +23,12 @@ parsed survives discovery; the review step reads its span again. For the run,
 discovery may also keep a *resume point* per qualified session — the prefix
 hash state at the journal's boundary and a digest of the file's bytes before it
 (`WalkResume`) — so the review step reads only what follows the boundary when
-the file still starts with exactly those bytes.
+the file still starts with exactly those bytes. Those bytes are hashed once a
+run: the growth mark's digest of the whole walked file, here and after the
+review, goes on from the resume point's digest state over the bytes after the
+boundary; and the review step takes the file as unchanged, without hashing its
+prefix again, while its identity (device, inode, size, mtime) is the one
+discovery hashed — the same test the transcript indexes stand on (DESIGN.md §5).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from beebox_impl.review.store import (
     journal_span_id,
 )
 from beebox_impl.review.walk import (
+    Blake2b,
     BoundaryMark,
     FileTag,
     SpanWalk,
@@ -79,6 +85,7 @@ __all__ = [
     "box_transcript_locator",
     "discover",
     "mtime_of",
+    "prefix_digest",
     "span_measure",
 ]
 
@@ -119,12 +126,27 @@ def mtime_of(status: os.stat_result) -> datetime:
 class WalkResume:
     """Where a walk may resume: the boundary mark, valid for journal entry `journal`.
 
-    Valid while the file's first `mark.tag.end` bytes still have `digest`.
+    Valid while the file's first `mark.tag.end` bytes are unchanged: taken as so
+    while the file's identity is still `identity` (the file as it was when they
+    were hashed), else checked against `prefix_hash`'s digest.
     """
 
     journal: str
     mark: BoundaryMark[FileTag]
-    digest: bytes
+    identity: FileIdentity
+    prefix_hash: Blake2b = field(repr=False)  # of the first `mark.tag.end` bytes; copy to go on
+
+    def holds_for(self, path: Path, identity: FileIdentity) -> bool:
+        """Whether the file now at `path`, of `identity`, still starts with those bytes."""
+        if identity == self.identity:
+            return True
+        return raw_prefix_digest(path, self.mark.tag.end) == self.prefix_hash.digest()
+
+    def hash_to(self, path: Path, end: int) -> bytes | None:
+        """The digest of the file's first `end` bytes (≥ the boundary's), going on
+        from the boundary: only the bytes after it are read. Valid once `holds_for`."""
+        hashed = hash_on(self.prefix_hash.copy(), path, self.mark.tag.end, end)
+        return None if hashed is None else hashed.digest()
 
 
 @dataclass
@@ -286,6 +308,12 @@ def _transcript_facts(
     finally:
         found.transcript_bytes_read += source.bytes_read
     chars, pieces = span_measure(walk.span["entries"])
+    resume = None
+    mark = walk.boundary
+    if keep_resumes and journal is not None and mark is not None and mark.tag.terminated:
+        hashed = raw_prefix_hash(log_path, mark.tag.end)
+        if hashed is not None:
+            resume = found.resumes[husk.session] = WalkResume(journal, mark, identity, hashed)
     facts = CachedTranscript(
         identity,
         journal,
@@ -293,15 +321,18 @@ def _transcript_facts(
         source.first_user_snippet,
         chars,
         walk.span["bootstrap"],
-        _growth_mark(log_path, source, walk, pieces),
+        _growth_mark(log_path, source, walk, pieces, resume),
     )
     cache.remember_transcript(husk_name, facts)
-    mark = walk.boundary
-    if keep_resumes and journal is not None and mark is not None and mark.tag.terminated:
-        digest = raw_prefix_digest(log_path, mark.tag.end)
-        if digest is not None:
-            found.resumes[husk.session] = WalkResume(journal, mark, digest)
     return facts
+
+
+def prefix_digest(path: Path, end: int, resume: WalkResume | None) -> bytes | None:
+    """`raw_prefix_digest(path, end)`, going on from `resume`'s digest state when it
+    holds and its boundary lies within the first `end` bytes."""
+    if resume is not None and resume.mark.tag.end <= end:
+        return resume.hash_to(path, end)
+    return raw_prefix_digest(path, end)
 
 
 def span_measure(entries: list[SessionEntry]) -> tuple[int, int]:
@@ -314,7 +345,11 @@ def span_measure(entries: list[SessionEntry]) -> tuple[int, int]:
 
 
 def _growth_mark(
-    log_path: Path, source: TranscriptEntries, walk: SpanWalk[FileTag], pieces: int
+    log_path: Path,
+    source: TranscriptEntries,
+    walk: SpanWalk[FileTag],
+    pieces: int,
+    resume: WalkResume | None,
 ) -> GrowthMark | None:
     # Facts can be counted on from where this walk stopped only when appending lines
     # extends its span (or, past a page, leaves it be): a span resolved normally or
@@ -324,7 +359,7 @@ def _growth_mark(
         return None
     if source.counted_end == 0:
         return None
-    prefix = raw_prefix_digest(log_path, source.counted_end)
+    prefix = prefix_digest(log_path, source.counted_end, resume)
     if prefix is None:
         return None
     return GrowthMark(

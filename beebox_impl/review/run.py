@@ -54,6 +54,7 @@ from beebox_impl.review.discovery import (
     WalkResume,
     discover,
     mtime_of,
+    prefix_digest,
     span_measure,
 )
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, hold_lock_group
@@ -74,7 +75,6 @@ from beebox_impl.review.walk import (
     PrefixHasher,
     SpanWalk,
     TranscriptEntries,
-    raw_prefix_digest,
     resolve_span_walk,
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
@@ -258,6 +258,18 @@ def run_chat_review(
         return summary
 
 
+@dataclass(frozen=True)
+class _Walked:
+    """A session's span as the review step walked it: the walk, the resume point it
+    went on from (None when it read from the top), its source, and the file's
+    `stat` before it."""
+
+    walk: SpanWalk[FileTag]
+    resumed: WalkResume | None
+    source: TranscriptEntries
+    status: os.stat_result
+
+
 class _SessionReview:
     """Steps 1–8 of §4.7 for one session (see the module docstring)."""
 
@@ -305,11 +317,13 @@ class _SessionReview:
         # Step 2: the span, re-read.
         source = TranscriptEntries(log_path, session_id)
         try:
-            walk = self._walk(source, previous["applied"].get(METADATA_CONSUMER), journal, resume)
+            walked = self._walk(
+                source, previous["applied"].get(METADATA_CONSUMER), journal, resume, status
+            )
         except OSError:
             summary.missing_transcripts += 1
             return None
-        span = walk.span
+        span = walked.walk.span
         # Step 3: read from the top.
         if span["bootstrap"] is not None:
             summary.bootstrapped += 1
@@ -336,14 +350,7 @@ class _SessionReview:
             after = state_after_already_applied(
                 previous, applied, card.text(FIELD_TITLE), qualified.snippet_title
             )
-            self._after(
-                session_id,
-                after=after,
-                walk=walk,
-                source=source,
-                status=status,
-                husk_name=husk_name,
-            )
+            self._after(session_id, after=after, walked=walked, husk_name=husk_name)
             return with_session(state, session_id, after)
         # Step 7: the reviewer.
         args = ReviewArgs(
@@ -379,9 +386,7 @@ class _SessionReview:
         after = state_after_write(previous, applied, plan, key)
         if plan.review_span_applied:
             summary.reviewed += 1
-        self._after(
-            session_id, after=after, walk=walk, source=source, status=status, husk_name=husk_name
-        )
+        self._after(session_id, after=after, walked=walked, husk_name=husk_name)
         return with_session(state, session_id, after)
 
     def _remember_husk(self, husk_path: Path, husk_name: str | None, husk: HuskCard) -> None:
@@ -400,29 +405,30 @@ class _SessionReview:
         applied: AppliedSpan | None,
         journal: str | None,
         resume: WalkResume | None,
-    ) -> SpanWalk[FileTag]:
+        status: os.stat_result,
+    ) -> _Walked:
         """The span, resumed at discovery's boundary when the file still starts the same."""
         if (
             resume is not None
             and journal == resume.journal
-            and raw_prefix_digest(source.path, resume.mark.tag.end) == resume.digest
+            and resume.holds_for(source.path, FileIdentity.of(status))
         ):
-            return resolve_span_walk(
+            walk = resolve_span_walk(
                 source.open, applied, resume=(resume.mark, source.open_after(resume.mark))
             )
-        return resolve_span_walk(source.open, applied)
+            return _Walked(walk, resume, source, status)
+        return _Walked(resolve_span_walk(source.open, applied), None, source, status)
 
     def _after(
         self,
         session_id: str,
         *,
         after: SessionReviewState,
-        walk: SpanWalk[FileTag],
-        source: TranscriptEntries,
-        status: os.stat_result,
+        walked: _Walked,
         husk_name: str | None,
     ) -> None:
         """Report a clipped span; tell discovery's cache when nothing is left unread."""
+        walk, resumed, source = walked.walk, walked.resumed, walked.source
         span = walk.span
         if span["clipped"]:
             self.summary.clipped.append(session_id)
@@ -443,18 +449,24 @@ class _SessionReview:
             return
         growth = None
         if span["clipped"]:
-            turns, snippet, chars, growth = _next_page_facts(source.path, session_id, walk.last_tag)
+            turns, snippet, chars, growth = _next_page_facts(
+                source.path, session_id, walk.last_tag, resumed
+            )
         else:
             turns, snippet, chars = source.user_turns, source.first_user_snippet, 0
             # All read and applied: what is appended next is the whole next span.
             prefix = (
-                raw_prefix_digest(source.path, source.counted_end) if source.counted_end else None
+                prefix_digest(source.path, source.counted_end, resumed)
+                if source.counted_end
+                else None
             )
             if prefix is not None:
                 growth = GrowthMark(source.counted_end, source.counted_lines, prefix.hex(), 0, 0)
         self.cache.remember_transcript(
             husk_name,
-            CachedTranscript(FileIdentity.of(status), journal, turns, snippet, chars, None, growth),
+            CachedTranscript(
+                FileIdentity.of(walked.status), journal, turns, snippet, chars, None, growth
+            ),
         )
 
 
@@ -497,7 +509,7 @@ async def review_chat_sessions(
 
 
 def _next_page_facts(
-    path: Path, session_id: str, end: FileTag
+    path: Path, session_id: str, end: FileTag, resumed: WalkResume | None
 ) -> tuple[int, str | None, int, GrowthMark | None]:
     """What discovery would find after a clipped span: turns, snippet, the next span's
     size, and where that was counted to (`GrowthMark`).
@@ -513,7 +525,7 @@ def _next_page_facts(
         if len(page) < MAX_SESSION_ENTRIES:
             page.append(entry)
     chars, pieces = span_measure(page)
-    prefix = raw_prefix_digest(path, source.counted_end) if source.counted_end else None
+    prefix = prefix_digest(path, source.counted_end, resumed) if source.counted_end else None
     growth = (
         None
         if prefix is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from beebox_impl.review import cards, discovery
+from beebox_impl.review import cards, discovery, walk
 from beebox_impl.review.cards import (
     FIELD_CONTAINS,
     FIELD_EVIDENCE,
@@ -308,6 +308,70 @@ def test_a_transcript_rewritten_in_place_reads_from_the_top_and_keeps_the_accoun
     assert new_account is not None
     for line in account.split("\n"):
         assert line in new_account
+
+
+def test_a_rewrite_between_discovery_and_the_review_is_read_from_the_top(
+    box: ReviewBox,
+) -> None:
+    # The review step takes the prefix as discovery hashed it only while the file's
+    # identity holds; a rewrite of the same size changes the mtime, and is caught.
+    first = box.add_session(conversation(4, topic="first"), age=timedelta(hours=9))
+    later = box.add_session(conversation(4, topic="early"), age=timedelta(hours=6))
+    box.run()
+    box.append(
+        first, conversation(3, opening="More " + FILLER, topic="more"), age=timedelta(hours=2)
+    )
+    box.append(
+        later, conversation(3, opening="Then " + FILLER, topic="after"), age=timedelta(hours=1)
+    )
+
+    def rewrite_later(args: ReviewArgs) -> None:
+        if args.session_id == first.session_id:
+            text = later.transcript.read_text(encoding="utf-8")
+            rewritten = text.replace("Answer 1 early", "Summary 1 same")
+            assert rewritten != text
+            assert len(rewritten.encode()) == len(text.encode())
+            later.transcript.write_text(rewritten, encoding="utf-8")
+            box.set_age(later, timedelta(minutes=50))
+
+    reviewer = RecordingReviewer(before=rewrite_later)
+    warnings: list[str] = []
+
+    summary = box.run(reviewer, warnings=warnings)
+
+    assert [args.session_id for args in reviewer.calls] == [first.session_id, later.session_id]
+    assert [args.bootstrap for args in reviewer.calls] == [False, True]
+    assert (summary.reviewed, summary.rewritten) == (2, 1)
+    assert any(later.session_id in w and "prefix-rewritten" in w for w in warnings)
+
+
+def test_a_run_hashes_a_grown_transcripts_prefix_once(
+    box: ReviewBox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = box.add_session(conversation(40, topic="alpha"))
+    box.run()
+    before = session.transcript.stat().st_size
+    box.append(session, conversation(3, opening="Now " + FILLER, topic="beta"))
+    after = session.transcript.stat().st_size
+    hashed: list[int] = []
+    real_hash_on = walk.hash_on
+
+    def counting_hash_on(
+        hashed_so_far: walk.Blake2b, path: Path, start: int, stop: int, block_size: int = 1 << 20
+    ) -> walk.Blake2b | None:
+        hashed.append(stop - start)
+        return real_hash_on(hashed_so_far, path, start, stop, block_size)
+
+    monkeypatch.setattr(walk, "hash_on", counting_hash_on)
+    monkeypatch.setattr(discovery, "hash_on", counting_hash_on)
+
+    summary = box.run()
+
+    assert summary.reviewed == 1
+    # The prefix once (discovery's resume point); the appended bytes twice (the
+    # growth marks of discovery and of the review step, each going on from it).
+    assert sum(hashed) == before + 2 * (after - before)
+    assert box.plan().discovery.transcript_bytes_read == 0
 
 
 def test_growth_past_one_page_is_finished_over_several_runs(box: ReviewBox) -> None:
