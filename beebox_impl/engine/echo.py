@@ -364,7 +364,7 @@ class EchoRun:
         if self._consumed:
             raise RuntimeError("a run's message stream is consumed once")
         self._consumed = True
-        return PullIterator(self._next_message)
+        return PullIterator(self._next_message, self._take_said)
 
     async def send(self, content: TurnContent) -> None:
         """Queue one turn. Raises `anyio.ClosedResourceError` once the run is closed."""
@@ -390,6 +390,10 @@ class EchoRun:
         self._inbox.clear()
         self._inbox.close()
         self._outbox.clear()
+
+    def _take_said(self) -> JsonObject | None:
+        # A message already said (its line written), if one waits; close() drops them.
+        return self._outbox.popleft() if self._outbox else None
 
     async def _next_message(self) -> JsonObject:
         await checkpoint()

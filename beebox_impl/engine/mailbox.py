@@ -6,15 +6,19 @@ event fan-out hands events to each listener (`beebox_impl.session.events`).
 Why not an anyio memory object stream: a run is an object a test may create and
 drop without closing, and an unclosed memory stream warns when it is collected
 (the test suite turns warnings into errors). A queue the engine owns has no such
-lifetime: it is a deque and an event. It also lets `clear` drop what was put but
+lifetime: it is a deque and a wake-up. It also lets `clear` drop what was put but
 not taken, which is what "closing a run ends its stream at once" needs.
 
 One consumer (the run's message stream) waits in `get`; any task may `put` and
-`close` without waiting. The event is made on first wait, so a mailbox can be
-built outside an event loop.
+`close` without waiting. The wake-up is made on each wait, of the kind the running
+loop answers cheapest (asked once, on the first wait, so a mailbox can be built
+outside an event loop): trio's own event, or a bare future on asyncio.
 
 `PullIterator` is what a run's ``messages()`` returns: an async iterator that asks
-the run for each next message. Not an async generator, on purpose: a reader that
+the run for each next message, and, from a source that can tell, hands over the
+next one already waiting without a wait (`take_ready`: the session's pump handles
+the messages that arrived together in one scheduling round). Not an async
+generator, on purpose: a reader that
 stops early (a cancelled pump) leaves no suspended generator behind to be
 finalized by the garbage collector (trio warns about those, and a generator
 cannot be closed from another task while it is being iterated).
@@ -22,16 +26,61 @@ cannot be closed from another task while it is being iterated).
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import anyio
+import sniffio
 from anyio.lowlevel import checkpoint
 
 __all__ = ["Mailbox", "PullIterator"]
 
 T = TypeVar("T")
+
+
+class _Wakeup(Protocol):
+    """A one-shot wake-up: one task waits, any task sets it (setting twice is harmless)."""
+
+    async def wait(self) -> None: ...
+
+    def set(self) -> None: ...
+
+
+class _FutureWakeup:
+    """A `_Wakeup` on asyncio: a bare future of the running loop.
+
+    What `anyio.Event` comes down to on asyncio, without its two layers (anyio's
+    wrapper and `asyncio.Event`'s waiter list): a session's turn waits on three of
+    these, and the layers were a fifth of its cost (`bench/sessions.py`). A
+    cancelled waiter cancels the future; a later `set` sees it done.
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self) -> None:
+        self._future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def wait(self) -> None:
+        await self._future
+
+    def set(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+
+def _wakeup_factory() -> Callable[[], _Wakeup]:
+    # The running loop's cheapest wake-up, asked once per mailbox: trio's own event
+    # (anyio's is a wrapper around it), a bare future on asyncio.
+    library = sniffio.current_async_library()
+    if library == "asyncio":
+        return _FutureWakeup
+    if library == "trio":
+        import trio  # noqa: PLC0415 - only where trio runs
+
+        return trio.Event
+    return anyio.Event
 
 
 class Mailbox(Generic[T]):
@@ -40,8 +89,8 @@ class Mailbox(Generic[T]):
     def __init__(self) -> None:
         self._items: deque[T] = deque()
         self._closed = False
-        self._wakeup: anyio.Event | None = None
-        self._event_type: type[anyio.Event] | None = None
+        self._wakeup: _Wakeup | None = None
+        self._new_wakeup: Callable[[], _Wakeup] | None = None
 
     @property
     def closed(self) -> bool:
@@ -73,6 +122,10 @@ class Mailbox(Generic[T]):
             raise anyio.EndOfStream
         raise anyio.WouldBlock
 
+    def take_ready(self) -> T | None:
+        """The next item if one waits now, else None (never the end: `get` says that)."""
+        return self._items.popleft() if self._items else None
+
     def clear(self) -> int:
         """Drop every queued item; how many there were."""
         count = len(self._items)
@@ -92,32 +145,38 @@ class Mailbox(Generic[T]):
             if self._closed:
                 raise anyio.EndOfStream
             # No await between the check and the wait: a put cannot slip between.
-            self._wakeup = self._new_event()
-            await self._wakeup.wait()
+            if self._new_wakeup is None:
+                self._new_wakeup = _wakeup_factory()
+            wakeup = self._wakeup = self._new_wakeup()
+            await wakeup.wait()
         return self._items.popleft()
 
-    def _new_event(self) -> anyio.Event:
-        # `anyio.Event()` asks sniffio which loop runs on every call, a good part of
-        # a turn's cost; the running backend's event class, asked once, is the same.
-        if self._event_type is None:
-            event = anyio.Event()
-            self._event_type = type(event)
-            return event
-        return self._event_type()
-
     def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
+        wakeup, self._wakeup = self._wakeup, None
+        # Set once: later puts before the reader runs find nothing to set.
+        if wakeup is not None:
+            wakeup.set()
 
 
 class PullIterator(AsyncIterator[T]):
-    """Iterates by awaiting ``pull()``, which raises `StopAsyncIteration` at the end."""
+    """Iterates by awaiting ``pull()``, which raises `StopAsyncIteration` at the end.
 
-    def __init__(self, pull: Callable[[], Awaitable[T]]) -> None:
+    ``ready``, when given, answers the next item if one is there now without
+    waiting, else None (`take_ready`); a source that cannot tell answers None.
+    """
+
+    def __init__(
+        self, pull: Callable[[], Awaitable[T]], ready: Callable[[], T | None] | None = None
+    ) -> None:
         self._pull = pull
+        self._ready = ready
 
     def __aiter__(self) -> PullIterator[T]:
         return self
 
     async def __anext__(self) -> T:
         return await self._pull()
+
+    def take_ready(self) -> T | None:
+        """The next item if it is there now, without waiting; else None."""
+        return None if self._ready is None else self._ready()

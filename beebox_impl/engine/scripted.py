@@ -94,7 +94,7 @@ class ScriptedRun:
         if self._consumed:
             raise RuntimeError("a run's message stream is consumed once")
         self._consumed = True
-        return PullIterator(self._next_message)
+        return PullIterator(self._next_message, self._mailbox.take_ready)
 
     async def _next_message(self) -> JsonObject:
         try:

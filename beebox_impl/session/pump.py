@@ -12,6 +12,14 @@ handles its run's messages one at a time. A message the adapter does not
 recognise arrives as the ``unknown`` sentinel: it is logged and counted here
 (SDK drift is visible, never silent) and still handed on.
 
+Messages that are already waiting when one has been handled are handled next
+without a scheduling round each (a stream that can tell: `take_ready`), at most
+`MAX_READY_MESSAGES` before the pump waits on the stream again, which always
+yields. A turn's ``assistant`` and ``result`` usually arrive together: handled in
+one round, the turn ends a round sooner. Each message is still taken only once
+the previous one's ``on_message`` has returned, from the stream as it is then: a
+run closed meanwhile has dropped what it held, and nothing more is taken.
+
 When the stream raises, ``on_error`` hears the error. When the stream ends — on
 its own, after an error, or because the session closed the run — ``on_close``
 runs, exactly once. Cancellation is different: a pump cancelled because its
@@ -24,15 +32,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
 
 import anyio
 
 from beebox_impl.engine.protocol import Run
+from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import AdaptedMessage, adapt_sdk_message
 
-__all__ = ["PumpCounters", "pump_chat_run"]
+__all__ = ["MAX_READY_MESSAGES", "PumpCounters", "pump_chat_run"]
 
 _log = logging.getLogger(__name__)
+
+# Handled in one scheduling round at most: a run that says a lot at once still
+# lets the loop's other tasks (requests, listeners) in between batches.
+MAX_READY_MESSAGES: Final = 32
+
+
+@runtime_checkable
+class _ReadyMessages(Protocol):
+    """A message stream that can hand over what is already waiting (`PullIterator`)."""
+
+    def take_ready(self) -> JsonObject | None: ...
 
 
 @dataclass
@@ -55,6 +76,7 @@ async def pump_chat_run(
     """Read ``run``'s messages into ``on_message`` until its stream ends, then ``on_close``."""
     counts = counters if counters is not None else PumpCounters()
     stream = run.messages()
+    take_ready = stream.take_ready if isinstance(stream, _ReadyMessages) else None
     try:
         while True:
             try:
@@ -67,18 +89,14 @@ async def pump_chat_run(
                 if on_error is not None:
                     await on_error(error)
                 break
-            message = adapt_sdk_message(raw)
-            if message is None:
-                counts.ignored += 1
+            await _deliver(raw, on_message, counts)
+            if take_ready is None:
                 continue
-            if message["type"] == "unknown":
-                counts.unknown += 1
-                _log.warning(
-                    "unknown SDK message (%d so far): type=%r", counts.unknown, raw.get("type")
-                )
-            counts.delivered += 1
-            # An error raised here is the session's own bug: it propagates, it is not the run's.
-            await on_message(message)
+            for _ in range(MAX_READY_MESSAGES - 1):
+                ready = take_ready()
+                if ready is None:
+                    break
+                await _deliver(ready, on_message, counts)
     finally:
         # An async generator left open warns at collection; close it with the pump.
         aclose = getattr(stream, "aclose", None)
@@ -86,3 +104,21 @@ async def pump_chat_run(
             with anyio.CancelScope(shield=True):
                 await aclose()
     await on_close()
+
+
+async def _deliver(
+    raw: JsonObject,
+    on_message: Callable[[AdaptedMessage], Awaitable[None]],
+    counts: PumpCounters,
+) -> None:
+    # Adapt one raw message and hand it on (or count it ignored).
+    message = adapt_sdk_message(raw)
+    if message is None:
+        counts.ignored += 1
+        return
+    if message["type"] == "unknown":
+        counts.unknown += 1
+        _log.warning("unknown SDK message (%d so far): type=%r", counts.unknown, raw.get("type"))
+    counts.delivered += 1
+    # An error raised here is the session's own bug: it propagates, it is not the run's.
+    await on_message(message)

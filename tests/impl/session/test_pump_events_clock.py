@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 import pytest
 
-from beebox_impl.engine.protocol import TurnContent
+from beebox_impl.engine.mailbox import PullIterator
+from beebox_impl.engine.messages import assistant_message
+from beebox_impl.engine.protocol import StartOptions, TurnContent
+from beebox_impl.engine.scripted import ScriptedRun
 from beebox_impl.session import EventFanout, ManualClock, PumpCounters, pump_chat_run
+from beebox_impl.session.pump import MAX_READY_MESSAGES
 from beebox_impl.session.writer import StoreWriter
 from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import AdaptedMessage
@@ -106,6 +111,73 @@ async def test_a_session_error_in_the_handler_is_not_taken_for_the_runs() -> Non
         await pump_chat_run(
             ListRun([{"type": "brand-new"}]), on_message=on_message, on_close=on_close
         )
+
+
+def _assistant(number: int) -> JsonObject:
+    return assistant_message(
+        f"part {number}",
+        session_id="s-1",
+        uuid=f"a-{number}",
+        message_id=f"m-{number}",
+        model="scripted",
+        stop_reason=None,
+    )
+
+
+async def test_waiting_messages_are_handled_in_one_round_up_to_the_cap() -> None:
+    # What waits when a message has been handled is taken without a scheduling round,
+    # at most MAX_READY_MESSAGES a round: count the waits on the stream itself.
+    run = ScriptedRun(StartOptions(cwd=Path()))
+    total = MAX_READY_MESSAGES + 8
+    for number in range(total):
+        assert run.emit_nowait(_assistant(number))
+    seen: list[str] = []
+    waits = 0
+    stream = run.messages()
+    assert isinstance(stream, PullIterator)
+    take_ready = stream.take_ready
+
+    class CountedRun:
+        closed = False
+
+        def messages(self) -> PullIterator[JsonObject]:
+            async def pull() -> JsonObject:
+                nonlocal waits
+                waits += 1
+                if waits == 3:
+                    await run.end()
+                return await anext(stream)
+
+            return PullIterator(pull, take_ready)
+
+    async def on_message(message: AdaptedMessage) -> None:
+        seen.append(message["uuid"] if message["type"] == "assistant" else message["type"])
+
+    async def on_close() -> None:
+        seen.append("closed")
+
+    await pump_chat_run(CountedRun(), on_message=on_message, on_close=on_close)  # type: ignore[arg-type]
+    assert seen == [f"a-{number}" for number in range(total)] + ["closed"]
+    # One wait for the first round's first message, one for the second's, one for the end.
+    assert waits == 3
+
+
+async def test_a_run_closed_while_a_message_is_handled_hands_over_nothing_more() -> None:
+    run = ScriptedRun(StartOptions(cwd=Path()))
+    for number in range(3):
+        assert run.emit_nowait(_assistant(number))
+    seen: list[str] = []
+
+    async def on_message(message: AdaptedMessage) -> None:
+        seen.append(message["uuid"] if message["type"] == "assistant" else message["type"])
+        run.close_nowait()
+
+    async def on_close() -> None:
+        seen.append("closed")
+
+    await pump_chat_run(run, on_message=on_message, on_close=on_close)
+    assert seen == ["a-0", "closed"]
+    assert run.dropped == 2
 
 
 async def test_fanout_refuses_an_unbounded_buffer_and_drops_closed_listeners() -> None:
