@@ -14,6 +14,7 @@ beside the baseline it is judged against, in the same run:
    beside the parse floor — `json.loads` of every line of the grown
    transcripts, once. Target: at most 1.5x the floor. Printed with it, for
    information: what the spec's journal itself asks of each grown transcript
+   when, as with `hashlib` here, a SHA-256 state cannot be kept between runs
    (its prefix hash covers every entry from the top, rendered: parse, make the
    entry and render it, with `beebox_spec` plainly, and hash);
 4. peak RSS of the run on a corpus of a quarter the size and on this one (4x).

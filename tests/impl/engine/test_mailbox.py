@@ -35,10 +35,19 @@ async def test_a_cancelled_wait_leaves_the_mailbox_usable() -> None:
     with anyio.move_on_after(0.01) as scope:
         await mailbox.get()
     assert scope.cancelled_caught
-    # The cancelled wait's wake-up is spent; the put still reaches the next reader.
-    mailbox.put("after")
+    # The cancelled wait's wake-up is spent: the next reader waits on its own, and
+    # a put wakes it.
+    got: list[str] = []
+
+    async def read() -> None:
+        got.append(await mailbox.get())
+
     with anyio.fail_after(1):
-        assert await mailbox.get() == "after"
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            await anyio.wait_all_tasks_blocked()
+            mailbox.put("after")
+    assert got == ["after"]
 
     async def close_later() -> None:
         await anyio.wait_all_tasks_blocked()

@@ -374,6 +374,22 @@ def test_a_run_hashes_a_grown_transcripts_prefix_once(
     assert box.plan().discovery.transcript_bytes_read == 0
 
 
+def test_the_growth_marks_a_resumed_run_records_hold_for_the_next_status(box: ReviewBox) -> None:
+    # Those marks are digests gone on from the resume point: right, the next status
+    # counts on from them and reads only what was appended since.
+    session = box.add_session(conversation(40, topic="alpha"))
+    box.run()
+    for topic in ("beta", "gamma"):
+        box.append(session, conversation(3, opening="Now " + FILLER, topic=topic))
+        assert box.run().reviewed == 1
+    before = session.transcript.stat().st_size
+    box.append(session, conversation(1, topic="delta"))
+
+    found = box.plan().discovery
+
+    assert found.transcript_bytes_read == session.transcript.stat().st_size - before
+
+
 def test_growth_past_one_page_is_finished_over_several_runs(box: ReviewBox) -> None:
     turns: list[tuple[Role, str]] = [
         ("user" if n % 2 == 0 else "assistant", f"entry {n} " + "x" * 30) for n in range(12_001)

@@ -162,22 +162,27 @@ async def test_waiting_messages_are_handled_in_one_round_up_to_the_cap() -> None
     assert waits == 3
 
 
-async def test_a_run_closed_while_a_message_is_handled_hands_over_nothing_more() -> None:
+@pytest.mark.parametrize("closing_at", [0, 1])
+async def test_a_run_closed_while_a_message_is_handled_hands_over_nothing_more(
+    closing_at: int,
+) -> None:
+    # Whether the round's first message or a later one (taken ready) is being handled.
     run = ScriptedRun(StartOptions(cwd=Path()))
-    for number in range(3):
+    for number in range(4):
         assert run.emit_nowait(_assistant(number))
     seen: list[str] = []
 
     async def on_message(message: AdaptedMessage) -> None:
         seen.append(message["uuid"] if message["type"] == "assistant" else message["type"])
-        run.close_nowait()
+        if len(seen) == closing_at + 1:
+            run.close_nowait()
 
     async def on_close() -> None:
         seen.append("closed")
 
     await pump_chat_run(run, on_message=on_message, on_close=on_close)
-    assert seen == ["a-0", "closed"]
-    assert run.dropped == 2
+    assert seen == [f"a-{number}" for number in range(closing_at + 1)] + ["closed"]
+    assert run.dropped == 3 - closing_at
 
 
 async def test_fanout_refuses_an_unbounded_buffer_and_drops_closed_listeners() -> None:
