@@ -84,7 +84,10 @@ def _wakeup_factory() -> Callable[[], _Wakeup]:
 
 
 class Mailbox(Generic[T]):
-    """Put without waiting; one reader gets items in order until the mailbox is closed."""
+    """Put without waiting; one reader gets items in order until the mailbox is closed.
+
+    An item is never None: None is `take_ready`'s "nothing waits".
+    """
 
     def __init__(self) -> None:
         self._items: deque[T] = deque()
@@ -101,6 +104,8 @@ class Mailbox(Generic[T]):
         """Queue ``item``; `anyio.ClosedResourceError` once closed."""
         if self._closed:
             raise anyio.ClosedResourceError
+        if item is None:
+            raise TypeError("a mailbox item cannot be None")
         self._items.append(item)
         self._wake()
 

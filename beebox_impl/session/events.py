@@ -215,11 +215,9 @@ class EventSubscription(Generic[EventT]):
     def drain_nowait(self) -> list[EventT]:
         """Every event waiting now, in order."""
         events: list[EventT] = []
-        while True:
-            try:
-                events.append(self._mailbox.get_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                return events
+        while (event := self._mailbox.take_ready()) is not None:
+            events.append(event)
+        return events
 
     def _offer(self, event: EventT) -> bool:
         # The fan-out's side: False when this subscriber is to be dropped.

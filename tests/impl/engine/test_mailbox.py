@@ -73,3 +73,10 @@ async def test_take_ready_hands_over_what_waits_and_never_the_end() -> None:
         return await mailbox.get()
 
     assert PullIterator(pull).take_ready() is None
+
+
+async def test_none_is_not_an_item() -> None:
+    mailbox: Mailbox[int | None] = Mailbox()
+    with pytest.raises(TypeError):
+        mailbox.put(None)
+    assert len(mailbox) == 0
