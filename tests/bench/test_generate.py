@@ -249,9 +249,11 @@ def test_quick_benchmark_prints_its_table() -> None:
     assert "| target" in out
     assert "| ok?" in out
     rows = [line for line in out.splitlines() if line.count(" | ") == 5]
-    assert len(rows) == 1 + 28  # the header and every measure
+    assert len(rows) == 1 + 28 + 1  # the header, every measure, the first-read floor
     statuses = [row.rsplit(" | ", 1)[1].strip() for row in rows[1:]]
     # MISSED is a figure, not a failure; ERROR and WRONG mean the run is broken.
-    assert set(statuses) <= {"ok", "MISSED"}, out
+    assert set(statuses) <= {"ok", "MISSED", "info"}, out
+    [floor] = [row for row in rows if row.startswith("first-read floor vs naive")]
+    assert floor.endswith("| info"), floor
     assert "SUMMARY:" in out
     assert "page cache" in out

@@ -1,0 +1,44 @@
+"""Smoke run of the chat review benchmark (`bench/review.py --quick`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.bench import BENCH_DIR
+
+
+def test_quick_review_benchmark_prints_every_figure() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "review.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # Each measure once, in order, each judged line with its verdict (a MISSED is a
+    # figure, not a failure: the child ops ran and answered).
+    starts = (
+        "corpus: 60 husks",
+        "first run (all read from the top):",
+        "  baseline json.loads of every line:",
+        "status, nothing changed:",
+        "  the spec's prefix-hash work over the grown transcripts",
+        "status, 6 grown:",
+        "run --reviewer extractive, 6 grown:",
+        "peak RSS of a run:",
+    )
+    found = [next((line for line in lines if line.startswith(start)), None) for start in starts]
+    assert None not in found, done.stdout
+    assert [lines.index(line) for line in found if line] == sorted(
+        lines.index(line) for line in found if line
+    )
+    for line in found:
+        assert line is not None
+        if "target" in line:
+            assert line.endswith((": ok", ": MISSED")), line
+    prefix_line = found[4]
+    assert prefix_line is not None
+    assert "x the parse floor" in prefix_line
