@@ -6,6 +6,7 @@ by bare name when run as scripts, so the tests put it on `sys.path` the same way
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,3 +14,16 @@ BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
+
+
+def run_quick(script: str, *, timeout: float) -> str:
+    """Run `bench/<script> --quick` and answer what it printed (it must exit 0)."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

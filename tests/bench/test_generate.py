@@ -15,8 +15,6 @@ import importlib
 import itertools
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ from beebox_spec.transcript import (
     entries_from_lines,
     split_transcript_lines,
 )
-from tests.bench import BENCH_DIR
+from tests.bench import run_quick
 
 # Small but real: default-size (~1 MB) photos, a few of them.
 ENTRIES = 60
@@ -233,15 +231,7 @@ def test_quick_benchmark_prints_its_table() -> None:
     missing = _impl_missing()
     if missing is not None:
         pytest.skip(missing)
-    done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "transcripts.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_quick("transcripts.py", timeout=120)
     assert "measure" in out
     assert "| ours" in out
     assert "| baseline" in out

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.bench import BENCH_DIR
+from tests.bench import run_quick
 
 
 def test_quick_review_benchmark_prints_every_figure() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "review.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    out = run_quick("review.py", timeout=300)
+    lines = out.splitlines()
     # Each measure once, in order, each judged line with its verdict (a MISSED is a
     # figure, not a failure: the child ops ran and answered).
     starts = (
@@ -31,7 +21,7 @@ def test_quick_review_benchmark_prints_every_figure() -> None:
         "peak RSS of a run:",
     )
     found = [next((line for line in lines if line.startswith(start)), None) for start in starts]
-    assert None not in found, done.stdout
+    assert None not in found, out
     assert [lines.index(line) for line in found if line] == sorted(
         lines.index(line) for line in found if line
     )

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.bench import BENCH_DIR
+from tests.bench import run_quick
 
 
 def test_quick_session_benchmark_prints_its_table() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / "sessions.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_quick("sessions.py", timeout=120)
     header = next(line for line in out.splitlines() if line.startswith("measure "))
     for column in ("| ours", "| baseline", "| ratio", "| target", "| ok?"):
         assert column in header
