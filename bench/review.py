@@ -275,24 +275,21 @@ def _child(op: str, box: Path, extra: list[str]) -> dict[str, Any]:
         # What the spec's journal asks of every review of a grown transcript: its
         # prefix hash covers every entry from the top, each rendered, so each
         # line is parsed, made an entry and rendered (`beebox_spec`, plainly).
-        import hashlib  # noqa: PLC0415 - only this op
-
-        from beebox_spec.review import render_entries  # noqa: PLC0415 - after sys.path
+        from beebox_spec.journal import prefix_hash  # noqa: PLC0415 - after sys.path
         from beebox_spec.transcript import entry_from_record  # noqa: PLC0415 - after sys.path
 
-        entries = 0
+        hashed = 0
         for name in extra:
-            prefix = hashlib.sha256()
+            entries = []
             with open(name, "rb") as file:
                 for line in file:
                     record = json.loads(line)
                     entry = entry_from_record(record, None) if isinstance(record, dict) else None
-                    if entry is None:
-                        continue
-                    part = f"{entry['uuid']}\u0000{render_entries([entry])}"
-                    prefix.update(part.encode("utf-8", "replace") + b"\n")
-                    entries += 1
-        result["entries"] = entries
+                    if entry is not None:
+                        entries.append(entry)
+            prefix_hash(entries, len(entries) - 1)
+            hashed += len(entries)
+        result["entries"] = hashed
     else:
         raise SystemExit(f"unknown child op {op}")
     result["seconds"] = time.perf_counter() - start
