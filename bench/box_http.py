@@ -13,6 +13,16 @@ What is measured, in one run (figures printed, never asserted):
   **baseline**: the same tail read in-process (`read_history` with a warm index
   cache). The target: HTTP p50 ≤ 1.5 × in-process p50.
 
+Printed for information beside the send target, the **architecture floor**: the
+least a durable send costs in the shape the box must have (a `ThreadingHTTPServer`
+in front of an anyio loop through a `BlockingPortal`, the answer only once the row
+is committed). Its handler parses the JSON body, commits one ``BEGIN IMMEDIATE`` /
+two ``INSERT`` / ``COMMIT`` (WAL, ``synchronous=FULL``: the box's bus row and
+claim) in the handler thread itself, then crosses the portal once, as the hand-over
+to the session on the loop must, and answers. No auth, no validation, no session,
+no events, no worker-thread hop: a send cannot do less, so a target below this
+floor is out of reach of any box of this shape.
+
 Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
 fewer requests, for a smoke run).
 """
@@ -24,6 +34,7 @@ import http.client
 import json
 import os
 import socket
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -36,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
+from anyio.from_thread import BlockingPortal
 from generate_transcript import generate_transcript
 
 from beebox_impl.box import Box
@@ -71,6 +84,64 @@ class _Fixed200(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+class _FloorSend(_Fixed200):
+    """The architecture floor's handler (module doc): commit, then one portal crossing."""
+
+    server: _FloorServer
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        row_id = self.server.portal.call(
+            self.server.hand_over, self.server.commit(request["messageId"])
+        )
+        body = json.dumps({"turnId": str(row_id)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _FloorServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, portal: BlockingPortal, database: Path) -> None:
+        self.portal = portal
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=FULL")
+        self._connection.execute(
+            "CREATE TABLE bus (id INTEGER PRIMARY KEY, payload TEXT, created_at_ms INTEGER)"
+        )
+        self._connection.execute(
+            "CREATE TABLE claims (message_id TEXT PRIMARY KEY, claimed_at_ms INTEGER, row INTEGER)"
+        )
+        super().__init__(("127.0.0.1", 0), _FloorSend)
+
+    def commit(self, message_id: str) -> int:
+        with self._lock:
+            now_ms = time.time_ns() // 1_000_000
+            self._connection.execute("BEGIN IMMEDIATE")
+            cursor = self._connection.execute(
+                "INSERT INTO bus (payload, created_at_ms) VALUES (?, ?)", ("{}", now_ms)
+            )
+            assert cursor.lastrowid is not None
+            self._connection.execute(
+                "INSERT INTO claims VALUES (?, ?, ?)", (message_id, now_ms, cursor.lastrowid)
+            )
+            self._connection.execute("COMMIT")
+            return cursor.lastrowid
+
+    async def hand_over(self, row_id: int) -> int:
+        await anyio.lowlevel.checkpoint()
+        return row_id
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._connection.close()
 
 
 def _percentile(samples: list[float], fraction: float) -> float:
@@ -176,31 +247,43 @@ def _verdict(label: str, ours: float, limit: float, how: str) -> str:
     return f"  {label}: p50 {ours * 1000:.3f} ms vs target {limit * 1000:.3f} ms ({how}): {mark}"
 
 
+async def _send_p50s(server: ThreadingHTTPServer, label: str, sends: int) -> dict[int, float]:
+    """Serve with ``server`` while 1, then 16 clients send; print each line; their p50s."""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    p50: dict[int, float] = {}
+    try:
+        for clients in (1, 16):
+            seconds, latencies, failed = await anyio.to_thread.run_sync(
+                _drive,
+                server.server_address[1],
+                clients,
+                max(1, sends // clients),
+                _post_send(None),
+            )
+            print(_line(f"{label}, {clients} client(s)", seconds, latencies, failed))
+            p50[clients] = _percentile(latencies, 0.5)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return p50
+
+
 async def _run(folder: Path, quick: bool) -> None:
     sends = 100 if quick else 1000
     history_requests = 20 if quick else 200
     projects = folder / "projects"
     fsync = _fsync_seconds(folder)
     print(f"fsync p50 on the box's disk: {fsync * 1000:.3f} ms")
-    baseline_p50: dict[int, float] = {}
     verdicts: list[str] = []
 
     ThreadingHTTPServer.request_queue_size = 128  # as the box's server: no backlog resets
     baseline = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed200)
     baseline.daemon_threads = True
-    threading.Thread(target=baseline.serve_forever, daemon=True).start()
     print("POST /api/chat/send")
-    try:
-        for clients in (1, 16):
-            per_client = max(1, sends // clients)
-            seconds, latencies, failed = await anyio.to_thread.run_sync(
-                _drive, baseline.server_address[1], clients, per_client, _post_send(None)
-            )
-            print(_line(f"baseline fixed 200, {clients} client(s)", seconds, latencies, failed))
-            baseline_p50[clients] = _percentile(latencies, 0.5)
-    finally:
-        baseline.shutdown()
-        baseline.server_close()
+    baseline_p50 = await _send_p50s(baseline, "baseline fixed 200", sends)
+    async with BlockingPortal() as portal:
+        floor = await anyio.to_thread.run_sync(_FloorServer, portal, folder / "floor.sqlite3")
+        floor_p50 = await _send_p50s(floor, "architecture floor", sends)
 
     async with (
         Box.open(folder / "box", projects_root=projects) as box,
@@ -219,6 +302,11 @@ async def _run(folder: Path, quick: bool) -> None:
                     3 * baseline_p50[clients] + fsync,
                     "3 x baseline p50 + one fsync",
                 )
+            )
+            verdicts.append(
+                f"    (info) architecture floor, {clients} client(s): p50"
+                f" {floor_p50[clients] * 1000:.3f} ms; box send / floor ="
+                f" {_percentile(latencies, 0.5) / floor_p50[clients]:.2f}x"
             )
 
         print("GET /api/chat/history?tail=200")
