@@ -46,10 +46,14 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import uuid
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from beebox_impl.transcript.index import FileIdentity, build_index
 
 MIX = (("send", 2), ("history", 4), ("media", 3), ("bootstrap", 1))
 # Over the strip mark once base64-encoded (256 KiB a line): served back by reference.
@@ -57,6 +61,7 @@ PHOTO_BYTES = 256 * 1024
 # "Flat": over the measured run, after the warm-up, RSS grows at most this much.
 FLAT_GROWTH_PCT = 5.0
 WARM_UP_S = 60.0
+RSS_FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
 
 
 @dataclass
@@ -69,11 +74,14 @@ class Server:
 
     def usage(self) -> tuple[float, int]:
         """RSS (MiB) and open file descriptors of the server process now."""
+        return self.rss_parts()["VmRSS"], len(os.listdir(f"/proc/{self.process.pid}/fd"))
+
+    def rss_parts(self) -> dict[str, float]:
+        """RSS and its parts (MiB): anonymous memory (the heaps), file-backed pages
+        (the interpreter, libraries, SQLite's mapped WAL index), shared memory."""
         status = Path(f"/proc/{self.process.pid}/status").read_text()
-        rss_kib = next(
-            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
-        )
-        return rss_kib / 1024, len(os.listdir(f"/proc/{self.process.pid}/fd"))
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        return {name: int(fields[name].split()[0]) / 1024 for name in RSS_FIELDS}
 
 
 def start_server(box: Path, projects: Path, log: Path) -> Server:
@@ -273,6 +281,10 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
+def _growth_pct(before: float, after: float) -> float:
+    return round(100 * (after - before) / before, 1) if before else 0.0
+
+
 def _rss_figures(before_warm_up: float, samples: list[float]) -> dict[str, float]:
     """The server's RSS before the warm-up and over the measured run (MiB).
 
@@ -289,18 +301,59 @@ def _rss_figures(before_warm_up: float, samples: list[float]) -> dict[str, float
         "before_warm_up": round(before_warm_up, 1),
         "start": round(samples[0], 1),
         "end": round(samples[-1], 1),
-        "growth_pct": round(100 * (samples[-1] - samples[0]) / samples[0], 1),
+        "growth_pct": _growth_pct(samples[0], samples[-1]),
         "level_first_third": round(first, 1),
         "level_last_third": round(last, 1),
-        "level_growth_pct": round(100 * (last - first) / first, 1),
+        "level_growth_pct": _growth_pct(first, last),
         "low": round(min(samples), 1),
         "high": round(max(samples), 1),
     }
 
 
+def _transcript_sizes(projects: Path) -> dict[Path, int]:
+    """The size in bytes of every chat transcript under ``projects`` now."""
+    return {path: path.stat().st_size for path in sorted(projects.glob("*/*.jsonl"))}
+
+
+def _chat_index_figures(projects: Path, sizes_at_start: dict[Path, int]) -> dict[str, float]:
+    """What the box holds for its chat's data: the transcripts' indexes (the box keeps
+    one per transcript it reads), built here after the run, and measured with
+    `tracemalloc` as the memory they keep. A line's share of its index is about the
+    same for every line of this load (a photo line each send), so the part of it
+    for the lines appended during the measured run is the index's share of them.
+    """
+    lines = lines_at_start = 0
+    held = 0
+    size = 0
+    for path in _transcript_sizes(projects):
+        with path.open("rb") as file:
+            identity = FileIdentity.of_open_file(path, file)
+            assert identity is not None
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            index = build_index(path, file, identity)
+            held += tracemalloc.get_traced_memory()[0] - before
+            tracemalloc.stop()
+        size += identity.size
+        lines += index.line_count
+        # Lines that ended within the bytes there at the start of the measured run.
+        lines_at_start += bisect_left(index.line_offsets, sizes_at_start.get(path, 0))
+        del index
+    per_line = held / lines if lines else 0.0
+    return {
+        "transcript_mb": round(size / 1e6, 1),
+        "lines_at_start": lines_at_start,
+        "lines_at_end": lines,
+        "index_mib": round(held / 2**20, 1),
+        "index_bytes_per_line": round(per_line),
+        "index_growth_mib": round(per_line * (lines - lines_at_start) / 2**20, 1),
+    }
+
+
 def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str, Any]:
     """The load run; its figures."""
-    server = start_server(folder / "box", folder / "projects", folder / "serve.log")
+    projects = folder / "projects"
+    server = start_server(folder / "box", projects, folder / "serve.log")
     tally = Tally()
     photo = base64.b64encode(random.Random(7).randbytes(PHOTO_BYTES)).decode("ascii")
     stop = threading.Event()
@@ -319,7 +372,7 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
     Client(server, tally, -1, photo).one("send")
     time.sleep(1.0)
     Client(server, tally, -2, photo).one("history")
-    cold_usage = server.usage()
+    cold_usage, cold_parts = server.usage(), server.rss_parts()
     # The same load for `warm_up` seconds first, not measured: the clients' requests
     # in flight fill the box's working set (allocator, caches) before the figures start.
     measure_from = time.monotonic() + warm_up
@@ -332,7 +385,9 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
         thread.start()
     time.sleep(max(0.0, measure_from - time.monotonic()))
     start_usage = server.usage()
+    sizes_at_start = _transcript_sizes(projects)
     samples: list[tuple[float, float, int]] = [(0.0, *start_usage)]
+    parts = [server.rss_parts()]
     started = time.monotonic()
     # Sampled under load: the end reading is taken a second before the clients stop,
     # with the same connections open as at the start.
@@ -340,6 +395,7 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
     while (left := stop_at - 1.0 - time.monotonic()) > 0:
         time.sleep(min(step, left))
         samples.append((time.monotonic() - started, *server.usage()))
+        parts.append(server.rss_parts())
     end_usage = samples[-1][1:]
     for thread in workers:
         thread.join()
@@ -356,6 +412,7 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
         thread.join(timeout=10)
     server.process.send_signal(signal.SIGTERM)
     exit_code = server.process.wait(timeout=120)
+    chat_index = _chat_index_figures(projects, sizes_at_start)
     total = sum(len(values) for values in tally.latencies.values())
     return {
         "clients": clients,
@@ -377,6 +434,11 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
         "events_received": tally.events,
         "warm_up_s": warm_up,
         "rss_mib": _rss_figures(cold_usage[0], [rss for _, rss, _ in samples]),
+        "rss_parts_mib": {
+            name: _rss_figures(cold_parts[name], [part[name] for part in parts])
+            for name in RSS_FIELDS[1:]
+        },
+        "chat_index": chat_index,
         "open_fds": {"start": start_usage[1], "end": end_usage[1], "after": after_usage[1]},
         "samples": [(round(t, 1), round(rss, 1), fds) for t, rss, fds in samples],
         "server_exit_code": exit_code,
@@ -416,6 +478,19 @@ def main(argv: list[str] | None = None) -> int:
         f"                   readings {rss['start']} MiB at the start -> {rss['end']} MiB at the"
         f" end ({rss['growth_pct']:+.1f}%), {rss['low']}-{rss['high']} MiB between;"
         f" {rss['before_warm_up']} MiB before the {figures['warm_up_s']:.0f} s warm-up"
+    )
+    levels = ", ".join(
+        f"{name} {part['level_first_third']} -> {part['level_last_third']}"
+        for name, part in figures["rss_parts_mib"].items()
+    )
+    print(f"                   its parts' levels (MiB): {levels}")
+    index = figures["chat_index"]
+    level_rise = rss["level_last_third"] - rss["level_first_third"]
+    print(
+        f"  chat index       {index['index_mib']} MiB held for {index['lines_at_end']} lines of"
+        f" {index['transcript_mb']} MB ({index['index_bytes_per_line']} B a line); the"
+        f" {index['lines_at_end'] - index['lines_at_start']} lines appended in the measured run"
+        f" hold {index['index_growth_mib']} MiB of it (the RSS level rose {level_rise:.1f} MiB)"
     )
     print(
         f"  server open fds  {fds['start']} -> {fds['end']} (target: flat); "
