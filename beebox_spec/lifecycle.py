@@ -175,9 +175,14 @@ def next_lifecycle(current: Lifecycle[RunT], target: Lifecycle[RunT]) -> Lifecyc
     return target
 
 
+# The states that own a run handle. A tuple, not a union: `isinstance` reads it as
+# it is, where ``Ready | Streaming | Stopping`` would build a union on every call.
+_RUN_OWNING_STATES = (Ready, Streaming, Stopping)
+
+
 def lifecycle_run(state: Lifecycle[RunT]) -> RunT | None:
     """The run handle the phase owns: none in ``idle`` and ``starting`` (`lifecycleRun`)."""
-    if isinstance(state, Ready | Streaming | Stopping):
+    if isinstance(state, _RUN_OWNING_STATES):
         return state.run
     return None
 

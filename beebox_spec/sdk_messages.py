@@ -280,7 +280,8 @@ def _number(value: JsonValue | None) -> float | None:
     """The value if it is a JSON number (a bool is not one)."""
     if isinstance(value, bool):
         return None
-    return value if isinstance(value, int | float) else None
+    # A tuple, not ``int | float``: that union would be built on every call.
+    return value if isinstance(value, (int, float)) else None
 
 
 def _integer(value: JsonValue | None) -> int | None:

@@ -110,6 +110,18 @@ class Mailbox(Generic[T]):
         self._items.append(item)
         self._wake()
 
+    def offer(self, item: T, limit: int) -> bool:
+        """Queue ``item`` unless the mailbox is closed or ``limit`` items already wait;
+        True when it was queued. A publisher's bounded put, in one call (it runs once
+        per event per listener)."""
+        if self._closed or len(self._items) >= limit:
+            return False
+        if item is None:
+            raise TypeError("a mailbox item cannot be None")
+        self._items.append(item)
+        self._wake()
+        return True
+
     def close(self) -> None:
         """No more items: the reader gets what is queued, then `anyio.EndOfStream`."""
         self._closed = True

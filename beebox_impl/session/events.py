@@ -169,6 +169,11 @@ class EventSubscription(Generic[EventT]):
         self._max_buffer = max_buffer
         self.overflowed = False
 
+    @property
+    def listening(self) -> bool:
+        """True until the subscription is closed, cut off, or its session ends."""
+        return not self._mailbox.closed
+
     def __enter__(self) -> EventSubscription[EventT]:
         return self
 
@@ -221,15 +226,14 @@ class EventSubscription(Generic[EventT]):
 
     def _offer(self, event: EventT) -> bool:
         # The fan-out's side: False when this subscriber is to be dropped.
-        if self._mailbox.closed:
-            return False
-        if len(self._mailbox) >= self._max_buffer:
-            # The overflow policy: end this listener's stream rather than skip an event.
+        mailbox = self._mailbox
+        if mailbox.offer(event, self._max_buffer):
+            return True
+        if not mailbox.closed:
+            # Full. The overflow policy: end this listener's stream rather than skip an event.
             self.overflowed = True
-            self._mailbox.close()
-            return False
-        self._mailbox.put(event)
-        return True
+            mailbox.close()
+        return False
 
     def _end(self) -> None:
         # The session is closing: what is held is still read, then the stream ends.
@@ -253,9 +257,15 @@ class EventFanout(Generic[EventT]):
 
     def publish(self, event: EventT) -> None:
         """Hand ``event`` to every subscriber now; cut off those that are full."""
-        self._subscribers = [
-            subscription for subscription in self._subscribers if subscription._offer(event)
-        ]
+        dropped = False
+        for subscription in self._subscribers:
+            if not subscription._offer(event):
+                dropped = True
+        # Rebuilt only when someone left: a publish runs several times a turn.
+        if dropped:
+            self._subscribers = [
+                subscription for subscription in self._subscribers if subscription.listening
+            ]
 
     def close(self) -> None:
         """End every subscriber's stream (the session is closing)."""

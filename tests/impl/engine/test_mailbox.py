@@ -79,4 +79,30 @@ async def test_none_is_not_an_item() -> None:
     mailbox: Mailbox[int | None] = Mailbox()
     with pytest.raises(TypeError):
         mailbox.put(None)
+    with pytest.raises(TypeError):
+        mailbox.offer(None, 10)
     assert len(mailbox) == 0
+
+
+async def test_offer_queues_below_the_limit_and_refuses_full_or_closed() -> None:
+    mailbox: Mailbox[int] = Mailbox()
+    got: list[int] = []
+
+    async def read() -> None:
+        got.append(await mailbox.get())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        await anyio.wait_all_tasks_blocked()
+        # An offer wakes a waiting reader as a put does.
+        assert mailbox.offer(1, 2)
+    assert got == [1]
+    assert mailbox.offer(2, 2)
+    assert mailbox.offer(3, 2)
+    assert not mailbox.offer(4, 2)
+    assert len(mailbox) == 2
+    mailbox.take_ready()
+    mailbox.close()
+    assert not mailbox.offer(5, 2)
+    assert mailbox.take_ready() == 3
+    assert mailbox.take_ready() is None

@@ -192,10 +192,21 @@ async def test_fanout_refuses_an_unbounded_buffer_and_drops_closed_listeners() -
     with fanout.subscribe() as gone:
         pass
     kept = fanout.subscribe()
+    full = fanout.subscribe(max_buffer=1)
     fanout.publish(1)
-    assert kept.drain_nowait() == [1]
+    assert full.listening
+    # One past its buffer: cut off, while the others still get every event.
+    fanout.publish(2)
+    fanout.publish(3)
+    assert kept.drain_nowait() == [1, 2, 3]
+    assert full.overflowed
+    assert not full.listening
+    assert full.drain_nowait() == [1]
     assert not gone.overflowed
+    assert not gone.listening
+    assert kept.listening
     fanout.close()
+    assert not kept.listening
     with pytest.raises(anyio.EndOfStream):
         await kept.receive()
     kept.close()
