@@ -601,7 +601,10 @@ class ChatSession:
             return
         if message["is_error"]:
             _log.warning("the turn ended in an error result (%s)", message["subtype"])
-        await self._perform(self._turn_finished())
+        plan = self._turn_finished()
+        # Usually nothing to drain: no coroutine to make and run then (once a turn).
+        if plan is not None:
+            await self._perform(plan)
 
     async def _on_close(self, handle: ChatRun) -> None:
         await self._perform(self._run_ended(handle))
