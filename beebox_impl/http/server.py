@@ -290,7 +290,9 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("%s %s", self.address_string(), _redact_token(format % args))
+        # Every reply logs its request line: formatted (and redacted) only when kept.
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("%s %s", self.address_string(), _redact_token(format % args))
 
     def log_error(self, format: str, *args: Any) -> None:
         _log.info("%s %s", self.address_string(), _redact_token(format % args))
