@@ -105,10 +105,7 @@ class Mailbox(Generic[T]):
         """Queue ``item``; `anyio.ClosedResourceError` once closed."""
         if self._closed:
             raise anyio.ClosedResourceError
-        if item is None:
-            raise TypeError("a mailbox item cannot be None")
-        self._items.append(item)
-        self._wake()
+        self._append(item)
 
     def offer(self, item: T, limit: int) -> bool:
         """Queue ``item`` unless the mailbox is closed or ``limit`` items already wait;
@@ -116,11 +113,14 @@ class Mailbox(Generic[T]):
         per event per listener)."""
         if self._closed or len(self._items) >= limit:
             return False
+        self._append(item)
+        return True
+
+    def _append(self, item: T) -> None:
         if item is None:
             raise TypeError("a mailbox item cannot be None")
         self._items.append(item)
         self._wake()
-        return True
 
     def close(self) -> None:
         """No more items: the reader gets what is queued, then `anyio.EndOfStream`."""
