@@ -53,8 +53,9 @@ import os
 import stat
 import threading
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
@@ -77,6 +78,7 @@ __all__ = [
     "FileIdentity",
     "OpaqueLine",
     "StrippedLine",
+    "StrippedLines",
     "TranscriptIndex",
     "TranscriptIndexCache",
     "interpret_line",
@@ -181,6 +183,70 @@ class StrippedLine:
     utf8_bytes: int
 
 
+class StrippedLines:
+    """The index's `StrippedLine` of every line the pass stripped, in flat arrays.
+
+    A chat with photos has one on most of its turns; kept as a dict of tuples they
+    cost ~700 bytes a line (15 objects), a long chat's index growing by megabytes.
+    Here a line costs 8 bytes for its number, 8 for its size, 8 for where its spans
+    end and 16 a payload. Lines are added in increasing order; `get` finds one by
+    bisection. The builder fills its own copy; an index's is not changed after.
+    """
+
+    __slots__ = ("_bounds", "_lines", "_span_ends", "_utf8_bytes")
+
+    def __init__(self) -> None:
+        self._lines: array[int] = array("q")
+        self._utf8_bytes: array[int] = array("q")
+        # Where each line's payload bounds end in `_bounds` (start, stop, start, ...).
+        self._span_ends: array[int] = array("q")
+        self._bounds: array[int] = array("q")
+
+    def add(self, line_index: int, known: StrippedLine) -> None:
+        """Record line ``line_index`` (after every line already recorded)."""
+        if self._lines and line_index <= self._lines[-1]:
+            raise ValueError(f"stripped line {line_index} added out of order")
+        self._lines.append(line_index)
+        self._utf8_bytes.append(known.utf8_bytes)
+        for start, stop in known.payload_spans:
+            self._bounds.append(start)
+            self._bounds.append(stop)
+        self._span_ends.append(len(self._bounds))
+
+    def get(self, line_index: int) -> StrippedLine | None:
+        """Line ``line_index``'s record, or None when the pass did not strip it."""
+        position = bisect_left(self._lines, line_index)
+        if position == len(self._lines) or self._lines[position] != line_index:
+            return None
+        start = self._span_ends[position - 1] if position else 0
+        bounds = self._bounds[start : self._span_ends[position]]
+        spans = tuple(zip(bounds[::2], bounds[1::2], strict=True))
+        return StrippedLine(spans, self._utf8_bytes[position])
+
+    def before(self, line_count: int) -> StrippedLines:
+        """A copy holding the lines before ``line_count`` (an extension's start)."""
+        kept = bisect_left(self._lines, line_count)
+        copy = StrippedLines()
+        copy._lines = self._lines[:kept]
+        copy._utf8_bytes = self._utf8_bytes[:kept]
+        copy._span_ends = self._span_ends[:kept]
+        copy._bounds = self._bounds[: self._span_ends[kept - 1] if kept else 0]
+        return copy
+
+    def items(self) -> Iterator[tuple[int, StrippedLine]]:
+        """Every line and its record, in line order."""
+        for line_index in self._lines:
+            known = self.get(line_index)
+            assert known is not None
+            yield line_index, known
+
+    def __contains__(self, line_index: object) -> bool:
+        return isinstance(line_index, int) and self.get(line_index) is not None
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+
 @dataclass(frozen=True, slots=True)
 class OpaqueLine:
     """A line whose own uuid the pass did not read, or that is too large to serve.
@@ -210,7 +276,7 @@ class TranscriptIndex:
     line_lengths: array[int]
     entry_lines: array[int]
     line_uuid_keys: array[int]
-    stripped_lines: dict[int, StrippedLine]
+    stripped_lines: StrippedLines
     opaque_lines: tuple[OpaqueLine, ...]
     unparsable_lines: int
     committed_lines: int
@@ -256,7 +322,7 @@ class _IndexBuilder:
             self.line_lengths = array("q")
             self.entry_lines = array("q")
             self.line_uuid_keys = array("q")
-            self.stripped_lines: dict[int, StrippedLine] = {}
+            self.stripped_lines = StrippedLines()
             self.opaque: list[OpaqueLine] = []
             self.unparsable = 0
             self.opaque_own_uuids: dict[int, str | None] = {}
@@ -267,9 +333,7 @@ class _IndexBuilder:
             self.line_lengths = base.line_lengths[:lines]
             self.entry_lines = base.entry_lines[: base.committed_entries]
             self.line_uuid_keys = base.line_uuid_keys[:lines]
-            self.stripped_lines = {
-                line: known for line, known in base.stripped_lines.items() if line < lines
-            }
+            self.stripped_lines = base.stripped_lines.before(lines)
             self.opaque = list(base.opaque_lines[: base.committed_opaque])
             self.unparsable = base.committed_unparsable
             self.opaque_own_uuids = {
@@ -300,7 +364,9 @@ class _IndexBuilder:
             self.opaque.append(OpaqueLine(line_index, too_large, record.uuid_values))
         self.line_uuid_keys.append(_NO_UUID if own_uuid is None else uuid_key(own_uuid))
         if record.payload_spans is not None and entry is not None:
-            self.stripped_lines[line_index] = StrippedLine(record.payload_spans, record.utf8_bytes)
+            self.stripped_lines.add(
+                line_index, StrippedLine(record.payload_spans, record.utf8_bytes)
+            )
         if record.terminated:
             self.committed_lines = line_index + 1
             self.committed_end = record.end

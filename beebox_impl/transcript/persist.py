@@ -44,6 +44,7 @@ from beebox_impl.transcript.index import (
     FileIdentity,
     OpaqueLine,
     StrippedLine,
+    StrippedLines,
     TranscriptIndex,
 )
 
@@ -166,7 +167,7 @@ def _encode(index: TranscriptIndex) -> bytes:
         "arrays": [len(getattr(index, name)) for name in _ARRAYS],
         "stripped": [
             [line, [list(span) for span in known.payload_spans], known.utf8_bytes]
-            for line, known in sorted(index.stripped_lines.items())
+            for line, known in index.stripped_lines.items()
         ],
         "opaque": [
             [
@@ -233,12 +234,14 @@ def _decode(stored: bytes) -> TranscriptIndex:
             at = stop
         if at != len(data):
             raise _Malformed("trailing bytes")
-        stripped = {
-            int(line): StrippedLine(
-                tuple((int(start), int(stop)) for start, stop in spans), int(utf8_bytes)
+        stripped = StrippedLines()
+        for line, spans, utf8_bytes in header["stripped"]:
+            stripped.add(
+                int(line),
+                StrippedLine(
+                    tuple((int(start), int(stop)) for start, stop in spans), int(utf8_bytes)
+                ),
             )
-            for line, spans, utf8_bytes in header["stripped"]
-        }
         opaque = tuple(
             OpaqueLine(
                 int(line),
@@ -268,7 +271,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
         and committed_entries <= len(arrays["entry_lines"])
         and committed_opaque <= len(opaque)
         and all(0 <= line < line_count for line in arrays["entry_lines"])
-        and all(0 <= line < line_count for line in stripped)
+        and all(0 <= line < line_count for line, _ in stripped.items())
         and committed_end <= identity.size
     )
     if not consistent:

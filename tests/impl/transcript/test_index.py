@@ -8,6 +8,7 @@ import logging
 import os
 import tempfile
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from beebox_impl.transcript import (
     find_media_line,
     read_history,
 )
+from beebox_impl.transcript.index import StrippedLine, StrippedLines
 from beebox_impl.transcript.lines import open_transcript
 from beebox_spec.entries import MAX_SESSION_ENTRIES
 from beebox_spec.media import MediaRef, find_line_by_uuid
@@ -431,3 +433,66 @@ def test_ids_sharing_a_key_still_answer_right(monkeypatch: pytest.MonkeyPatch) -
         for uuid, photo in (("u-1", b"\x01"), ("u-3", b"\x03")):
             ref: MediaRef = {"sessionId": SESSION, "entryUuid": uuid, "index": 0}
             assert fetch_media(path, ref, cache=cache) == MediaFound("image/png", photo * 200_000)
+
+
+# --- The stripped lines' records --------------------------------------------------------
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 10**9)), max_size=4),
+            st.integers(0, 10**9),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 200),
+)
+def test_stripped_lines_answer_what_was_added_and_a_prefix_keeps_its_lines(
+    steps: list[tuple[int, list[tuple[int, int]], int]], cut: int
+) -> None:
+    records = StrippedLines()
+    added: dict[int, StrippedLine] = {}
+    line = -1
+    for gap, spans, utf8_bytes in steps:
+        line += gap + 1
+        known = StrippedLine(tuple(spans), utf8_bytes)
+        records.add(line, known)
+        added[line] = known
+    assert len(records) == len(added)
+    assert list(records.items()) == sorted(added.items())
+    for probe in range(line + 2):
+        assert records.get(probe) == added.get(probe)
+        assert (probe in records) == (probe in added)
+    prefix = records.before(cut)
+    assert list(prefix.items()) == [(key, known) for key, known in added.items() if key < cut]
+    # The copy is its own: adding to it leaves the original as it was.
+    prefix.add(max(cut, line + 1), StrippedLine(((1, 2),), 3))
+    assert list(records.items()) == sorted(added.items())
+
+
+def test_stripped_lines_refuse_a_line_out_of_order() -> None:
+    records = StrippedLines()
+    records.add(5, StrippedLine(((1, 2),), 10))
+    with pytest.raises(ValueError, match="out of order"):
+        records.add(5, StrippedLine((), 0))
+
+
+def test_a_stripped_line_costs_bytes_not_objects() -> None:
+    # A dict of tuples held ~700 bytes a photo line (the 50-minute soak of
+    # docs/reliability.md); flat arrays hold 8 bytes a number.
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        records = StrippedLines()
+        for line in range(10_000):
+            base = line * 1_000_000
+            spans = tuple((base + k * 1000, base + k * 1000 + 900) for k in range(5))
+            records.add(line, StrippedLine(spans, base))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(records) == 10_000
+    # 3 numbers a line and 2 a photo: 13 × 8 = 104 bytes, with the arrays' slack.
+    assert held / 10_000 < 160
