@@ -218,6 +218,9 @@ class StrippedLines:
         position = bisect_left(self._lines, line_index)
         if position == len(self._lines) or self._lines[position] != line_index:
             return None
+        return self._record(position)
+
+    def _record(self, position: int) -> StrippedLine:
         start = self._span_ends[position - 1] if position else 0
         bounds = self._bounds[start : self._span_ends[position]]
         spans = tuple(zip(bounds[::2], bounds[1::2], strict=True))
@@ -235,10 +238,8 @@ class StrippedLines:
 
     def items(self) -> Iterator[tuple[int, StrippedLine]]:
         """Every line and its record, in line order."""
-        for line_index in self._lines:
-            known = self.get(line_index)
-            assert known is not None
-            yield line_index, known
+        for position, line_index in enumerate(self._lines):
+            yield line_index, self._record(position)
 
     def __contains__(self, line_index: object) -> bool:
         return isinstance(line_index, int) and self.get(line_index) is not None
