@@ -65,7 +65,13 @@ from beebox_impl.services.history import (
 )
 from beebox_impl.services.husks import keep_husks, stamp_old_husks
 from beebox_impl.services.redelivery import TRANSCRIPT_TAIL, plan_redelivery
-from beebox_impl.services.send import ChatSendService, Sender, SendOutcome, SendRequest
+from beebox_impl.services.send import (
+    ChatSendService,
+    LoopRunner,
+    Sender,
+    SendOutcome,
+    SendRequest,
+)
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
@@ -374,6 +380,20 @@ class Box:
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """`chat.send`: record, then hand to the session (`beebox_impl.services.send`)."""
         return await self.send_service.send(request, sender)
+
+    def send_from_thread(
+        self, request: SendRequest, run_on_loop: LoopRunner, sender: Sender | None = None
+    ) -> SendOutcome:
+        """`send`, blocking, from any thread but the event loop's (`RuntimeError` there).
+
+        For a host's own worker threads (the HTTP adapter's handlers), with
+        ``run_on_loop`` to reach the box's loop (`BlockingPortal.call`): the record
+        is committed in the calling thread, and the loop is crossed once, for the
+        hand-over to the session, where `send` from a thread would cross to the loop,
+        on to a database thread and back.
+        """
+        _refuse_on_the_loop("send_from_thread", "send")
+        return self.send_service.send_from_thread(request, sender, run_on_loop)
 
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`chat.history`: a slice of ``session_id``'s transcript."""

@@ -222,7 +222,8 @@ def _history_slice(values: Mapping[str, str]) -> HistorySlice:
 
 def _send(exchange: Exchange) -> Reply:
     request = parse_send_body(exchange.json_body())
-    outcome = exchange.run(exchange.box.send, request)
+    # Recorded in this thread, then one crossing to the loop (`Box.send_from_thread`).
+    outcome = exchange.box.send_from_thread(request, exchange.run)
     if isinstance(outcome, PhotosWaiting):
         retry = (("Retry-After", str(outcome.retry_after_seconds)),)
         return JsonReply(429, outcome.body(), retry)

@@ -6,13 +6,16 @@ acceptance*) and `original-facts.md` §2.1 (`POST /api/chat/send`).
 The flow of `ChatSendService.send`, top to bottom:
 
 1. **Dedup in flight.** A request whose ``messageId`` another request of this box
-   is still handling waits for that request and answers with *its* outcome.
+   is still handling waits for that request and answers with *its* outcome,
+   whether either runs on the loop (`ChatSendService.send`) or in a host's thread
+   (`ChatSendService.send_from_thread`).
 2. **Attribution.** The sender, when there is one, is named in the message's
    opening tag (`beebox_spec.reconcile.inject_user_attr`).
 3. **Record.** The ``chat-user-message`` bus row, the photos and the id's claim
    are committed in one transaction (`AcceptanceStore.record_user_message`); an
    id already claimed answers `Deduplicated` and changes nothing. The bus event is
-   published once the row is on disk.
+   published once the row is on disk. From a host's thread a send without photos
+   is committed in that thread, and the loop is crossed once, for the hand-over.
 4. **Hand over**, in one step (`ChatSession.send_or_enqueue`): a session that
    takes the turn starts it, its run in the background if it has none (answer
    `TurnStarted` with a fresh ``turnId``, also published as ``chat-turn``); one
@@ -45,10 +48,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Final, TypeAlias
+from datetime import datetime
+from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import anyio
 
@@ -56,7 +61,7 @@ from beebox_impl.services.attachments import photo_marker, split_photo_markers, 
 from beebox_impl.services.events import BoxEventHub
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
-from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment
+from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import BeeboxError
 from beebox_spec.javascript import to_iso_timestamp
@@ -69,6 +74,7 @@ __all__ = [
     "ChatSendService",
     "Deduplicated",
     "InvalidRequest",
+    "LoopRunner",
     "PhotosWaiting",
     "Queued",
     "SendFailed",
@@ -86,6 +92,8 @@ MAX_MESSAGE_ID_CHARS: Final = 200
 # (base64, a third larger) passes the media route's 16 MiB line limit and none of
 # them could be fetched back (and a model API refuses a request that large).
 MAX_WAITING_PHOTO_BYTES: Final = 10 * 1024 * 1024
+T = TypeVar("T")
+
 _SEND_FIELDS: Final = ("message", "messageId", "images")
 _IMAGE_FIELDS: Final = ("mediaType", "data")
 
@@ -236,10 +244,26 @@ def parse_send_body(body: JsonValue) -> SendRequest:
     return SendRequest(message, message_id, images)
 
 
+class LoopRunner(Protocol):
+    """Runs an async function on the box's event loop from another thread and returns
+    its result (`anyio.from_thread.BlockingPortal.call`; an exchange's ``run``)."""
+
+    def __call__(self, function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T: ...
+
+
 @dataclass(eq=False)
 class _InFlight:
-    done: anyio.Event = field(default_factory=anyio.Event)
+    # Set once ``outcome`` is final. A thread's event: the request it answers may be
+    # handled on the loop or in a host's thread (`ChatSendService.send_from_thread`).
+    done: threading.Event = field(default_factory=threading.Event)
     outcome: SendOutcome = field(default_factory=lambda: SendFailed("send did not finish"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """Another request with this message id is in flight: wait for its answer."""
+
+    entry: _InFlight
 
 
 def _new_turn_id() -> str:
@@ -247,7 +271,8 @@ def _new_turn_id() -> str:
 
 
 class ChatSendService:
-    """The box's send (see the module doc). Call it from the box's event loop."""
+    """The box's send (see the module doc): `send` on the box's event loop, or
+    `send_from_thread` from a thread of the host's own."""
 
     def __init__(
         self,
@@ -263,29 +288,78 @@ class ChatSendService:
         self._events = events
         self._clock = clock
         self._new_turn_id = new_turn_id
+        # Shared by the loop and the host's threads: guarded by the lock.
         self._in_flight: dict[str, _InFlight] = {}
+        self._in_flight_lock = threading.Lock()
         # Photo bytes per recorded send (bus row), as far as learned; and the photo
-        # bytes of sends admitted but not yet handed to the session.
+        # bytes of sends admitted but not yet handed to the session. Loop only.
         self._photo_bytes: dict[int, int] = {}
         self._admitted_photo_bytes = 0
 
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """Record ``request`` and hand it to the session; see the module doc."""
-        message_id = request.message_id
-        if message_id is None:
-            return await self._send(request, sender)
-        # Rule 1: a concurrent duplicate gets the in-flight request's own answer.
-        running = self._in_flight.get(message_id)
-        if running is not None:
-            await running.done.wait()
-            return running.outcome
-        mine = self._in_flight[message_id] = _InFlight()
+        claim = self._claim_in_flight(request.message_id)
+        if isinstance(claim, _Running):
+            # Rule 1: a concurrent duplicate gets the in-flight request's own answer.
+            # Its owner may be a thread: wait in one (rare: a client's retry race).
+            await anyio.to_thread.run_sync(claim.entry.done.wait, abandon_on_cancel=True)
+            return claim.entry.outcome
         try:
-            mine.outcome = await self._send(request, sender)
-            return mine.outcome
-        finally:
+            outcome = await self._send(request, sender)
+        except BaseException:
+            self._release_in_flight(request.message_id, claim, None)
+            raise
+        self._release_in_flight(request.message_id, claim, outcome)
+        return outcome
+
+    def send_from_thread(
+        self, request: SendRequest, sender: Sender | None, run_on_loop: LoopRunner
+    ) -> SendOutcome:
+        """`send`, called from a thread that is not the loop's (an HTTP handler thread).
+
+        A send without photos is recorded in the calling thread
+        (`AcceptanceStore.record_user_message_blocking`) and crosses to the loop
+        once, to be handed over; one with photos runs `send` on the loop whole (the
+        photo bound reads the session's queue).
+        """
+        claim = self._claim_in_flight(request.message_id)
+        if isinstance(claim, _Running):
+            # Rule 1, as in `send`.
+            claim.entry.done.wait()
+            return claim.entry.outcome
+        try:
+            if request.images:
+                outcome = run_on_loop(self._send, request, sender)
+            else:
+                outcome = self._record_in_thread(request, sender, run_on_loop)
+        except BaseException:
+            self._release_in_flight(request.message_id, claim, None)
+            raise
+        self._release_in_flight(request.message_id, claim, outcome)
+        return outcome
+
+    def _claim_in_flight(self, message_id: str | None) -> _InFlight | _Running | None:
+        # Rule 1: the first request with an id owns it until it has its answer.
+        if message_id is None:
+            return None
+        with self._in_flight_lock:
+            running = self._in_flight.get(message_id)
+            if running is not None:
+                return _Running(running)
+            mine = self._in_flight[message_id] = _InFlight()
+            return mine
+
+    def _release_in_flight(
+        self, message_id: str | None, mine: _InFlight | None, outcome: SendOutcome | None
+    ) -> None:
+        # The waiters read ``outcome`` once ``done`` is set (the default when it failed).
+        if message_id is None or mine is None:
+            return
+        if outcome is not None:
+            mine.outcome = outcome
+        with self._in_flight_lock:
             del self._in_flight[message_id]
-            mine.done.set()
+        mine.done.set()
 
     async def _send(self, request: SendRequest, sender: Sender | None) -> SendOutcome:
         mine = sum(len(photo.data) for photo in request.images)
@@ -319,10 +393,10 @@ class ChatSendService:
             del self._photo_bytes[gone]
         return sum(self._photo_bytes.get(row, 0) for row in rows)
 
-    async def _record_and_hand_over(
-        self, request: SendRequest, sender: Sender | None
-    ) -> SendOutcome:
-        now = self._clock.now()
+    def _message(
+        self, request: SendRequest, sender: Sender | None, now: datetime
+    ) -> tuple[str, JsonObject]:
+        """Rule 2 and the bus row's payload: the message as recorded, and the payload."""
         text = without_markers(request.message)
         message = text if sender is None else inject_user_attr(text, sender.email, sender.name)
         payload: JsonObject = {
@@ -331,9 +405,41 @@ class ChatSendService:
             "user": None if sender is None else {"email": sender.email, "name": sender.name},
             "timestamp": to_iso_timestamp(now),
         }
+        return message, payload
+
+    async def _record_and_hand_over(
+        self, request: SendRequest, sender: Sender | None
+    ) -> SendOutcome:
+        now = self._clock.now()
+        message, payload = self._message(request, sender, now)
         recorded = await self._acceptance.record_user_message(
             payload, message_id=request.message_id, now=now, attachments=request.images
         )
+        return await self._after_record(request, message, payload, recorded)
+
+    def _record_in_thread(
+        self, request: SendRequest, sender: Sender | None, run_on_loop: LoopRunner
+    ) -> SendOutcome:
+        # `_record_and_hand_over`, with the record made in this thread (no photos here).
+        now = self._clock.now()
+        message, payload = self._message(request, sender, now)
+        recorded = self._acceptance.record_user_message_blocking(
+            payload, message_id=request.message_id, now=now
+        )
+        try:
+            return run_on_loop(self._after_record, request, message, payload, recorded)
+        except Exception as error:
+            # The loop is gone (the box is closing): recorded, so pending shows it.
+            return SendFailed(str(error) or type(error).__name__)
+
+    async def _after_record(
+        self,
+        request: SendRequest,
+        message: str,
+        payload: JsonObject,
+        recorded: Recorded | AlreadyClaimed,
+    ) -> SendOutcome:
+        """Rules 3–4 once the record is written: answer a duplicate, or publish and hand over."""
         if isinstance(recorded, AlreadyClaimed):
             return Deduplicated()
         self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})

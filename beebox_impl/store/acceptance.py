@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -119,6 +119,53 @@ def _insert_bus_row(connection: sqlite3.Connection, event: str, text: str, now_m
     return cursor.lastrowid
 
 
+def _user_message_record(
+    payload: JsonObject,
+    message_id: str | None,
+    now: datetime,
+    attachments: Sequence[Attachment],
+) -> Callable[[sqlite3.Connection], Recorded | AlreadyClaimed]:
+    """Rules 1–3 as one transaction's work (the caller runs it in a write transaction)."""
+    now_ms = epoch_ms(now)
+    expired_before = now_ms - int(MESSAGE_ID_TTL.total_seconds() * 1000)
+    # Encoded before the transaction: a payload JSON cannot hold fails with nothing begun.
+    text = _payload_text(payload)
+    photos = tuple(attachments)
+
+    def record(connection: sqlite3.Connection) -> Recorded | AlreadyClaimed:
+        # Rule 2: expired claims (and their photos) go first.
+        connection.execute("DELETE FROM message_claims WHERE claimed_at_ms < ?", (expired_before,))
+        connection.execute(
+            "DELETE FROM chat_attachments WHERE created_at_ms < ?", (expired_before,)
+        )
+        if message_id is not None:
+            claimed = connection.execute(
+                "SELECT bus_row_id FROM message_claims WHERE message_id = ?", (message_id,)
+            ).fetchone()
+            # Rule 3: the id is taken; write nothing.
+            if claimed is not None:
+                return AlreadyClaimed(int(claimed[0]))
+        row_id = _insert_bus_row(connection, CHAT_USER_MESSAGE, text, now_ms)
+        connection.executemany(
+            "INSERT INTO chat_attachments"
+            " (bus_row_id, position, media_type, data, created_at_ms)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (row_id, position, photo.media_type, photo.data, now_ms)
+                for position, photo in enumerate(photos)
+            ],
+        )
+        if message_id is not None:
+            connection.execute(
+                "INSERT INTO message_claims (message_id, claimed_at_ms, bus_row_id)"
+                " VALUES (?, ?, ?)",
+                (message_id, now_ms, row_id),
+            )
+        return Recorded(row_id)
+
+    return record
+
+
 class AcceptanceStore:
     """The acceptance record of one box, in its `BoxDatabase` (see the module doc)."""
 
@@ -134,45 +181,20 @@ class AcceptanceStore:
         attachments: Sequence[Attachment] = (),
     ) -> Recorded | AlreadyClaimed:
         """Rules 1–3: record the send and claim its id in one committed transaction."""
-        now_ms = epoch_ms(now)
-        expired_before = now_ms - int(MESSAGE_ID_TTL.total_seconds() * 1000)
-        text = _payload_text(payload)
-        photos = tuple(attachments)
-
-        def record(connection: sqlite3.Connection) -> Recorded | AlreadyClaimed:
-            # Rule 2: expired claims (and their photos) go first.
-            connection.execute(
-                "DELETE FROM message_claims WHERE claimed_at_ms < ?", (expired_before,)
-            )
-            connection.execute(
-                "DELETE FROM chat_attachments WHERE created_at_ms < ?", (expired_before,)
-            )
-            if message_id is not None:
-                claimed = connection.execute(
-                    "SELECT bus_row_id FROM message_claims WHERE message_id = ?", (message_id,)
-                ).fetchone()
-                # Rule 3: the id is taken; write nothing.
-                if claimed is not None:
-                    return AlreadyClaimed(int(claimed[0]))
-            row_id = _insert_bus_row(connection, CHAT_USER_MESSAGE, text, now_ms)
-            connection.executemany(
-                "INSERT INTO chat_attachments"
-                " (bus_row_id, position, media_type, data, created_at_ms)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (row_id, position, photo.media_type, photo.data, now_ms)
-                    for position, photo in enumerate(photos)
-                ],
-            )
-            if message_id is not None:
-                connection.execute(
-                    "INSERT INTO message_claims (message_id, claimed_at_ms, bus_row_id)"
-                    " VALUES (?, ?, ?)",
-                    (message_id, now_ms, row_id),
-                )
-            return Recorded(row_id)
-
+        record = _user_message_record(payload, message_id, now, attachments)
         return await self._database.write(record)
+
+    def record_user_message_blocking(
+        self,
+        payload: JsonObject,
+        *,
+        message_id: str | None,
+        now: datetime,
+        attachments: Sequence[Attachment] = (),
+    ) -> Recorded | AlreadyClaimed:
+        """`record_user_message` in the calling thread (`BoxDatabase.write_blocking`)."""
+        record = _user_message_record(payload, message_id, now, attachments)
+        return self._database.write_blocking(record)
 
     async def record_event(self, event: str, payload: JsonObject, *, now: datetime) -> int:
         """Write a bus row of ``event`` (committed on return); its row id."""

@@ -28,10 +28,13 @@ Version 2 adds the acceptance record (`beebox_impl.store.acceptance`):
 Threads
 -------
 
-Every call runs in a worker thread (`anyio.to_thread.run_sync`), so the event loop
-never waits on the disk. One connection serves the box, shared by the worker
-threads under a lock: SQLite serialises writers anyway, and one connection keeps
-the pragmas in one place.
+Every async call runs in a worker thread (`anyio.to_thread.run_sync`), so the
+event loop never waits on the disk. `BoxDatabase.write_blocking` is the same
+write for a thread of the host's own (an HTTP handler thread commits a send where
+it already is, instead of hopping to the loop and on to a worker thread and back:
+two thread switches, about half a millisecond of a send's answer). One connection
+serves the box, shared by all those threads under a lock: SQLite serialises
+writers anyway, and one connection keeps the pragmas in one place.
 """
 
 from __future__ import annotations
@@ -206,6 +209,11 @@ class BoxDatabase:
     async def write(self, change: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``change`` in one write transaction in a worker thread; committed on return."""
         return await anyio.to_thread.run_sync(self._locked, change, True)
+
+    def write_blocking(self, change: Callable[[sqlite3.Connection], T]) -> T:
+        """`write`, in the calling thread: for threads of the host's own, never the
+        event loop's (it blocks on the lock and the disk)."""
+        return self._locked(change, True)
 
     def _locked(self, work: Callable[[sqlite3.Connection], T], transaction: bool) -> T:
         with self._lock:

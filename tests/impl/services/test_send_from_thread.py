@@ -1,0 +1,144 @@
+"""`Box.send_from_thread`: the send of a host's own thread (the HTTP handlers').
+
+The record is committed in the calling thread and the loop is crossed once, for
+the hand-over; the rules are `send`'s: one bus row per message id, a concurrent
+duplicate (on the loop or in another thread) gets the first request's answer,
+and a send recorded but not handed over answers `SendFailed` and stays recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import pytest
+from anyio.from_thread import BlockingPortal
+
+from beebox_impl.box import Box
+from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.services.send import (
+    Deduplicated,
+    SendFailed,
+    SendOutcome,
+    SendRequest,
+    TurnStarted,
+)
+from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
+from tests.impl.http.support import wait_until
+
+pytestmark = pytest.mark.anyio
+
+T = TypeVar("T")
+
+
+async def _bus_messages(box: Box) -> list[object]:
+    rows = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 100)
+    return [row.payload["message"] for row in rows if isinstance(row.payload, dict)]
+
+
+async def test_a_send_is_recorded_in_the_calling_thread_and_handed_over(
+    tmp_path: Path,
+) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        recorded_in: list[int] = []
+        record = box.acceptance.record_user_message_blocking
+
+        def record_here(*args: Any, **kwargs: Any) -> Any:
+            recorded_in.append(threading.get_ident())
+            return record(*args, **kwargs)
+
+        box.acceptance.record_user_message_blocking = record_here  # type: ignore[method-assign]
+
+        def send() -> tuple[int, SendOutcome]:
+            outcome = box.send_from_thread(SendRequest("hello", "m-1"), portal.call)
+            return threading.get_ident(), outcome
+
+        caller, outcome = await anyio.to_thread.run_sync(send)
+        assert isinstance(outcome, TurnStarted)
+        assert recorded_in == [caller]
+        assert await _bus_messages(box) == ["hello"]
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert engine.runs[0].sent == ["hello"]
+
+
+async def test_duplicates_in_threads_and_on_the_loop_share_one_answer(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        answers: list[SendOutcome] = []
+        request = SendRequest("once", "id-1")
+
+        async def from_a_thread() -> None:
+            answers.append(
+                await anyio.to_thread.run_sync(box.send_from_thread, request, portal.call)
+            )
+
+        async def on_the_loop() -> None:
+            answers.append(await box.send(request))
+
+        async with anyio.create_task_group() as group:
+            for index in range(10):
+                group.start_soon(from_a_thread if index % 3 else on_the_loop)
+        started = [answer for answer in answers if isinstance(answer, TurnStarted)]
+        # Every request in flight with the first got its answer; later ones deduplicate.
+        assert started
+        assert all(answer == started[0] for answer in started)
+        assert all(isinstance(answer, TurnStarted | Deduplicated) for answer in answers)
+        assert len(answers) == 10
+        assert await _bus_messages(box) == ["once"]
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert engine.runs[0].sent == ["once"]
+
+
+async def test_a_photo_send_from_a_thread_reaches_the_engine(tmp_path: Path) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        request = SendRequest("look", images=(Attachment("image/png", b"\x01\x02"),))
+        outcome = await anyio.to_thread.run_sync(box.send_from_thread, request, portal.call)
+        assert isinstance(outcome, TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        (turn,) = engine.runs[0].sent
+        assert isinstance(turn, list)
+        assert [block["type"] for block in turn] == ["image", "text"]
+
+
+async def test_a_send_recorded_but_not_handed_over_fails_and_stays_recorded(
+    tmp_path: Path,
+) -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+
+        def loop_gone(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
+            raise RuntimeError("This portal is not running")
+
+        outcome = await anyio.to_thread.run_sync(
+            box.send_from_thread, SendRequest("kept", "m-2"), loop_gone
+        )
+        assert outcome == SendFailed("This portal is not running")
+        assert await _bus_messages(box) == ["kept"]
+        # The client's retry finds it recorded.
+        assert await box.send(SendRequest("kept", "m-2")) == Deduplicated()
+        assert engine.runs == []
+
+
+async def test_on_the_loop_it_refuses_to_block(tmp_path: Path) -> None:
+    async with (
+        Box.open(tmp_path / "box", engine=ScriptedEngine(), projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        with pytest.raises(RuntimeError, match=r"await Box\.send"):
+            box.send_from_thread(SendRequest("x"), portal.call)
+        assert await _bus_messages(box) == []
