@@ -12,7 +12,7 @@ when it is already a worker: the HTTP adapter's handler threads read without a h
 through the event loop), and keeps one `TranscriptIndexCache` for the box so a
 second read of a long transcript costs what its slice costs. With the box's
 `IndexShelf` behind the cache, and `keep_indexes_current` bringing the chat's index
-up to date after every turn (reading only the bytes the turn appended), even the
+up to date after the turns end (reading only the bytes they appended), even the
 first read after a restart, or of a chat nobody has opened since it grew, costs what
 its slice costs: only a transcript the box has never seen is read whole.
 """
@@ -29,7 +29,7 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import ChatEvent, Done, EventSubscription, follow_events
+from beebox_impl.session.events import ChatEvent, Done, EventSubscription
 from beebox_impl.transcript import (
     MediaFound,
     MediaMissing,
@@ -46,6 +46,7 @@ from beebox_spec.media import MediaRef
 
 __all__ = [
     "DEFAULT_HISTORY_TAIL",
+    "INDEX_PASS_INTERVAL",
     "MAX_CONCURRENT_READS",
     "ChatHistoryService",
     "HistorySlice",
@@ -54,6 +55,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+# After a turn's indexing pass, the next waits at least this long (seconds): turns
+# ending meanwhile share it (`keep_indexes_current`).
+INDEX_PASS_INTERVAL: Final = 0.05
 
 # What a history request without a slice reads (the CLI's default too).
 DEFAULT_HISTORY_TAIL = 50
@@ -158,7 +163,11 @@ def index_current(path: Path, cache: TranscriptIndexCache) -> None:
 
 
 async def keep_indexes_current(
-    session: ChatSession, history: ChatHistoryService, events: EventSubscription[ChatEvent]
+    session: ChatSession,
+    history: ChatHistoryService,
+    events: EventSubscription[ChatEvent],
+    *,
+    pass_interval: float = INDEX_PASS_INTERVAL,
 ) -> None:
     """Index the chat's transcript at start, then what each turn appends to it.
 
@@ -169,6 +178,13 @@ async def keep_indexes_current(
     turn's end is when its lines are on disk (the engine writes them before its
     ``result``); indexing then costs the turn's bytes, and the next history read,
     in this process or (through the shelf) the next one, finds the index current.
+
+    A pass runs as soon as a turn ends, then none for ``pass_interval`` seconds:
+    the turns that end meanwhile share the next pass. A chat of a person's pace is
+    indexed after every turn; a burst of sends (each pass costs a worker-thread
+    trip and a file read, about as much as the rest of the turn) pays for a few
+    passes a second, not one a turn. A read in between is never stale: it extends
+    the index itself.
     """
 
     async def index_current_chat() -> None:
@@ -180,10 +196,19 @@ async def keep_indexes_current(
         except InvalidSessionId:
             _log.debug("not indexing session %r: not a transcript id", session_id)
 
-    async def index_after_turn(event: ChatEvent) -> None:
-        if isinstance(event, Done):
-            await index_current_chat()
-
     await index_current_chat()
-    # A listener that fell behind: the next turn's indexing reads whatever was missed.
-    await follow_events(session.subscribe, events, index_after_turn)
+    while True:
+        with events:
+            while True:
+                try:
+                    batch = await events.receive_batch()
+                except anyio.EndOfStream:
+                    break
+                if any(isinstance(event, Done) for event in batch):
+                    await index_current_chat()
+                    await anyio.sleep(pass_interval)
+            if not events.overflowed:
+                return
+        # Fell a whole buffer behind: subscribe again; the next pass reads what was missed.
+        events = session.subscribe()
+        await index_current_chat()

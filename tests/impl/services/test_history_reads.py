@@ -5,16 +5,20 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
 import beebox_impl.services.history as history_module
-from beebox_impl.services.history import ChatHistoryService
+from beebox_impl.services.history import ChatHistoryService, keep_indexes_current
+from beebox_impl.session.events import ChatEvent, Done, EventFanout, EventSubscription
 from beebox_impl.transcript import TailSlice, TranscriptIndexCache
 from beebox_spec.entries import SessionHistory
+from tests.impl.http.support import wait_until
 
 SESSION_ID = str(uuid.uuid4())
 
@@ -110,3 +114,69 @@ def test_async_reads_wait_on_the_loop_not_in_its_worker_threads(
     for holder in holders:
         holder.join(10)
     assert len(answers) == 45
+
+
+class CountingIndexer:
+    """Stands in for the session and the history service of `keep_indexes_current`."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = SESSION_ID
+        self.events = EventFanout[ChatEvent]()
+        self.passes = 0
+
+    def subscribe(self) -> EventSubscription[ChatEvent]:
+        return self.events.subscribe()
+
+    async def index_transcript(self, session_id: str) -> None:
+        assert session_id == SESSION_ID
+        self.passes += 1
+
+
+@pytest.mark.anyio
+async def test_turns_ending_within_a_pass_interval_share_the_next_pass() -> None:
+    fake = CountingIndexer()
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            partial(
+                keep_indexes_current,
+                fake,  # type: ignore[arg-type]
+                fake,  # type: ignore[arg-type]
+                fake.subscribe(),
+                pass_interval=0.3,
+            )
+        )
+        # The pass at start.
+        await wait_until(lambda: fake.passes == 1)
+        # A turn's end is indexed at once.
+        fake.events.publish(Done())
+        await wait_until(lambda: fake.passes == 2)
+        # A burst within the interval: one more pass for all of them, once it is over.
+        for _ in range(20):
+            fake.events.publish(Done())
+            await anyio.lowlevel.checkpoint()
+        assert fake.passes == 2
+        await wait_until(lambda: fake.passes == 3)
+        await anyio.sleep(0.4)
+        assert fake.passes == 3
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_chat_slower_than_the_interval_is_indexed_after_every_turn() -> None:
+    fake = CountingIndexer()
+    async with anyio.create_task_group() as group:
+        group.start_soon(
+            partial(
+                keep_indexes_current,
+                fake,  # type: ignore[arg-type]
+                fake,  # type: ignore[arg-type]
+                fake.subscribe(),
+                pass_interval=0.001,
+            )
+        )
+        for turn in range(1, 6):
+            await wait_until(lambda turn=turn: fake.passes == turn)  # type: ignore[misc]
+            await anyio.sleep(0.01)
+            fake.events.publish(Done())
+        await wait_until(lambda: fake.passes == 6)
+        group.cancel_scope.cancel()
