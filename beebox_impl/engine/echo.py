@@ -219,7 +219,7 @@ def _encode_line(line: JsonObject) -> bytes:
 
 
 def _append(path: Path, data: bytes) -> None:
-    """Append one whole line: O_APPEND, the file created 0600, its folders created."""
+    """Append whole lines in one write: O_APPEND, the file created 0600, its folders created."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -410,16 +410,20 @@ class EchoRun:
         return self._outbox.popleft()
 
     async def _answer(self, turn: _Turn) -> None:
-        """Write the turn's lines and queue its messages (each line before its message)."""
+        """Write the turn's lines, then queue its messages (its lines before its messages).
+
+        The answer is decided as the turn is taken in, and both of its lines leave in
+        one append: one trip to a worker thread a turn, not one a line (a trip costs
+        about as much as the rest of the turn).
+        """
         started = self._clock()
         user_uuid = self._new_id()
         content = _transcript_content(turn.content)
-        await self._write(user_uuid, self._user_line(user_uuid, content, started))
-        if self._over():
-            return
+        lines = [self._chained(user_uuid, self._user_line(user_uuid, content, started))]
+        said: list[JsonObject] = []
         if not self._announced:
             self._announced = True
-            self._outbox.append(
+            said.append(
                 init_message(
                     self._session_id,
                     uuid=self._new_id(),
@@ -430,18 +434,25 @@ class EchoRun:
                 )
             )
         if self._replay:
-            self._outbox.append(
-                user_replay_message(content, session_id=self._session_id, uuid=user_uuid)
-            )
+            said.append(user_replay_message(content, session_id=self._session_id, uuid=user_uuid))
         # From here the answer is decided: an interrupt now is too late for this turn.
         self._answers_decided = turn.number
         if turn.number in self._interrupted:
             self._interrupted.discard(turn.number)
-            await self._answer_interrupted(started)
+            line, answer = self._answer_interrupted(started)
         else:
-            await self._answer_echo(turn.content, started)
+            line, answer = self._answer_echo(turn.content, started)
+        lines.append(line)
+        await self._files.run(_append, self._path, b"".join(lines))
+        # A run closed during the write says nothing more (its lines stay written).
+        if self._over():
+            return
+        self._outbox.extend(said)
+        self._outbox.extend(answer)
 
-    async def _answer_echo(self, content: TurnContent, started: datetime) -> None:
+    def _answer_echo(
+        self, content: TurnContent, started: datetime
+    ) -> tuple[bytes, list[JsonObject]]:
         reply = describe_turn(content)
         assistant_uuid = self._new_id()
         assistant = assistant_message(
@@ -455,39 +466,31 @@ class EchoRun:
         )
         request_id = "req_" + self._new_id().replace("-", "")
         line = self._assistant_line(assistant_uuid, assistant["message"], request_id)
-        await self._write(assistant_uuid, line)
-        if self._over():
-            return
-        self._outbox.append(assistant)
-        self._outbox.append(
-            result_message(
-                session_id=self._session_id,
-                uuid=self._new_id(),
-                result=reply,
-                duration_ms=self._elapsed_ms(started),
-                stop_reason="end_turn",
-                usage=zero_usage(),
-            )
+        result = result_message(
+            session_id=self._session_id,
+            uuid=self._new_id(),
+            result=reply,
+            duration_ms=self._elapsed_ms(started),
+            stop_reason="end_turn",
+            usage=zero_usage(),
         )
+        return self._chained(assistant_uuid, line), [assistant, result]
 
-    async def _answer_interrupted(self, started: datetime) -> None:
+    def _answer_interrupted(self, started: datetime) -> tuple[bytes, list[JsonObject]]:
         marker_uuid = self._new_id()
         marker: list[JsonValue] = [{"type": "text", "text": INTERRUPTED_TEXT}]
-        await self._write(marker_uuid, self._user_line(marker_uuid, marker, self._clock()))
-        if self._over():
-            return
-        self._outbox.append(
-            result_message(
-                session_id=self._session_id,
-                uuid=self._new_id(),
-                subtype="error_during_execution",
-                is_error=True,
-                num_turns=0,
-                duration_ms=self._elapsed_ms(started),
-                usage=zero_usage(),
-                errors=[INTERRUPTED_ERROR],
-            )
+        line = self._user_line(marker_uuid, marker, self._clock())
+        result = result_message(
+            session_id=self._session_id,
+            uuid=self._new_id(),
+            subtype="error_during_execution",
+            is_error=True,
+            num_turns=0,
+            duration_ms=self._elapsed_ms(started),
+            usage=zero_usage(),
+            errors=[INTERRUPTED_ERROR],
         )
+        return self._chained(marker_uuid, line), [result]
 
     def _over(self) -> bool:
         # A method, not the attribute: close() may have run at any await.
@@ -496,10 +499,10 @@ class EchoRun:
     def _elapsed_ms(self, started: datetime) -> int:
         return max(0, round((self._clock() - started).total_seconds() * 1000))
 
-    async def _write(self, uuid: str, line: JsonObject) -> None:
-        await self._files.run(_append, self._path, _encode_line(line))
-        # The next line hangs under this one.
+    def _chained(self, uuid: str, line: JsonObject) -> bytes:
+        # Encoded now: the next line hangs under this one.
         self._parent_uuid = uuid
+        return _encode_line(line)
 
     def _envelope(self) -> JsonObject:
         return {
