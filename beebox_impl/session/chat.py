@@ -146,6 +146,13 @@ class _QueuedText:
 
 
 @dataclass(frozen=True)
+class _Delivered:
+    """A turn's texts went out to the engine: their queue rows are to go."""
+
+    entries: tuple[_QueuedText, ...]
+
+
+@dataclass(frozen=True)
 class _SendTurn:
     """I/O half of a step: send ``entries`` as one turn on ``handle``."""
 
@@ -342,7 +349,7 @@ class ChatSession:
 
     async def _enqueue_entry(self, entry: _QueuedText) -> None:
         self._queue.append(entry)
-        written = self._writer.submit_batch(self._persist_many, entry)
+        written = self._writer.submit_batch(self._write_queue, entry)
         try:
             await written.wait()
         except Exception:
@@ -549,18 +556,33 @@ class ChatSession:
 
     def _delete_rows(self, entries: Sequence[_QueuedText]) -> None:
         if any(entry.persisted for entry in entries):
-            self._writer.submit_batch(self._delete_many, tuple(entries))
+            self._writer.submit_batch(self._write_queue, _Delivered(tuple(entries)))
 
-    async def _delete_many(self, turns: Sequence[Sequence[_QueuedText]]) -> None:
-        # Read the ids now: the writer has already written every one of these rows.
-        row_ids = [entry.row_id for turn in turns for entry in turn if entry.row_id is not None]
-        if row_ids:
-            await self._queue_store.delete(row_ids)
+    async def _write_queue(self, changes: Sequence[_QueuedText | _Delivered]) -> None:
+        """Consecutive queue writes, in order, as one store write (`StoreWriter.submit_batch`):
+        each `_QueuedText` an enqueue to persist, each `_Delivered` a turn whose rows go.
 
-    async def _persist_many(self, entries: Sequence[_QueuedText]) -> None:
-        # Consecutive enqueues, in order, as one write (`StoreWriter.submit_batch`).
-        row_ids = await self._queue_store.append_many([entry.text for entry in entries])
-        for entry, row_id in zip(entries, row_ids, strict=True):
+        Enqueues and deliveries alternate while a chat is busy; as one write, a burst
+        of them costs one transaction, not one each behind one another. A text
+        enqueued and delivered within the batch is never written: the store would
+        end as it is. The rest go in any order: a delivered row was written by an
+        earlier batch, and a new row's id is past every id there has been.
+        """
+        delivered = {
+            entry
+            for change in changes
+            if isinstance(change, _Delivered)
+            for entry in change.entries
+        }
+        appended = [
+            change
+            for change in changes
+            if isinstance(change, _QueuedText) and change not in delivered
+        ]
+        # Read the ids now: an earlier batch has written every one of these rows.
+        gone = [entry.row_id for entry in delivered if entry.row_id is not None]
+        row_ids = await self._queue_store.update(gone, [entry.text for entry in appended])
+        for entry, row_id in zip(appended, row_ids, strict=True):
             entry.row_id = row_id
 
     async def _start_run(self, number: int, resume_session_id: str | None) -> None:

@@ -245,26 +245,11 @@ class SqliteQueueStore:
         return [QueuedRow(int(row_id), str(text)) for row_id, text in rows]
 
     async def append(self, text: str) -> int:
-        def insert(connection: sqlite3.Connection) -> int:
-            cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
-
-        return await self._database.write(insert)
+        (row_id,) = await self.update((), [text])
+        return row_id
 
     async def append_many(self, texts: Sequence[str]) -> list[int]:
-        def insert(connection: sqlite3.Connection) -> list[int]:
-            row_ids: list[int] = []
-            for text in texts:
-                cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
-                assert cursor.lastrowid is not None
-                row_ids.append(cursor.lastrowid)
-            return row_ids
-
-        texts = list(texts)
-        if not texts:
-            return []
-        return await self._database.write(insert)
+        return await self.update((), texts)
 
     async def put_first(self, texts: Sequence[str]) -> list[int]:
         def insert(connection: sqlite3.Connection) -> list[int]:
@@ -283,12 +268,23 @@ class SqliteQueueStore:
         return await self._database.write(insert)
 
     async def delete(self, row_ids: Sequence[int]) -> None:
-        ids = [(row_id,) for row_id in row_ids]
-        if not ids:
-            return
-        await self._database.write(
-            lambda c: c.executemany("DELETE FROM chat_queue WHERE id = ?", ids)
-        )
+        await self.update(row_ids, ())
+
+    async def update(self, deleted: Sequence[int], appended: Sequence[str]) -> list[int]:
+        def change(connection: sqlite3.Connection) -> list[int]:
+            connection.executemany("DELETE FROM chat_queue WHERE id = ?", gone)
+            row_ids: list[int] = []
+            for text in texts:
+                cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
+                assert cursor.lastrowid is not None
+                row_ids.append(cursor.lastrowid)
+            return row_ids
+
+        gone = [(row_id,) for row_id in deleted]
+        texts = list(appended)
+        if not gone and not texts:
+            return []
+        return await self._database.write(change)
 
     async def clear(self) -> None:
         await self._database.write(lambda c: c.execute("DELETE FROM chat_queue"))

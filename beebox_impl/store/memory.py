@@ -48,8 +48,7 @@ class InMemoryQueueStore:
         return self._add(text)
 
     async def append_many(self, texts: Sequence[str]) -> list[int]:
-        await checkpoint()
-        return [self._add(text) for text in texts]
+        return await self.update((), texts)
 
     async def put_first(self, texts: Sequence[str]) -> list[int]:
         await checkpoint()
@@ -59,9 +58,13 @@ class InMemoryQueueStore:
         return [row.row_id for row in head]
 
     async def delete(self, row_ids: Sequence[int]) -> None:
+        await self.update(row_ids, ())
+
+    async def update(self, deleted: Sequence[int], appended: Sequence[str]) -> list[int]:
         await checkpoint()
-        doomed = set(row_ids)
+        doomed = set(deleted)
         self.rows = [row for row in self.rows if row.row_id not in doomed]
+        return [self._add(text) for text in appended]
 
     async def clear(self) -> None:
         await checkpoint()

@@ -57,6 +57,11 @@ class QueueStore(Protocol):
         """Remove these rows (ids already gone are ignored)."""
         ...
 
+    async def update(self, deleted: Sequence[int], appended: Sequence[str]) -> list[int]:
+        """`delete` the rows ``deleted`` and `append` ``appended`` in order, in one write
+        (all or none); the appended rows' ids."""
+        ...
+
     async def clear(self) -> None:
         """Remove every row."""
         ...

@@ -4,6 +4,7 @@ stateful machine's job, ``tests/stateful/``.)"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -229,3 +230,51 @@ async def test_a_closed_session_refuses_calls() -> None:
         pass
     with pytest.raises(anyio.ClosedResourceError):
         await session.send("late")
+
+
+class GatedQueueStore(InMemoryQueueStore):
+    """An in-memory queue whose writes wait for ``gate`` and are logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = anyio.Event()
+        self.writes: list[tuple[list[int], list[str]]] = []
+
+    async def update(self, deleted: Sequence[int], appended: Sequence[str]) -> list[int]:
+        await self.gate.wait()
+        self.writes.append((list(deleted), list(appended)))
+        return await super().update(deleted, appended)
+
+
+async def test_queue_writes_waiting_together_are_one_write(tmp_path: Path) -> None:
+    # A busy chat alternates enqueues and deliveries; those waiting on the writer
+    # together go in one store write, and a text delivered before its row was
+    # written is never written.
+    engine = ScriptedEngine(start_mode="accept")
+    store = GatedQueueStore()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=tmp_path,
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        assert await session.send("a")
+        await settle()
+        # The session id is saved now: its write would stand between the queue's.
+        await engine.last_run.emit(init_message("s-1"))
+        await settle()
+        async with anyio.create_task_group() as task_group:
+            for text in ("b", "c", "d"):
+                task_group.start_soon(session.enqueue, text)
+                await settle()
+            # "b" is being written (held at the gate), "c" and "d" wait behind it.
+            assert queued(session) == ("b", "c", "d")
+            await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+            await settle()
+            # The turn's end drained all three into one turn, before "c" and "d" were written.
+            assert engine.last_run.sent == ["a", "b\n\nc\n\nd"]
+            store.gate.set()
+        await settle()
+        # One write for "b"; then one for the rest: "b"'s row goes, "c" and "d" never came.
+        assert store.writes == [([], ["b"]), ([1], [])]
+        assert store.texts == ()

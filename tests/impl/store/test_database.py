@@ -145,6 +145,24 @@ async def test_append_many_appends_in_order_in_one_write(
         ]
 
 
+async def test_update_deletes_and_appends_in_one_write(
+    tmp_path: Path, stores: StoreFactory
+) -> None:
+    async with stores(tmp_path) as (queue, _records):
+        assert await queue.update([], []) == []
+        first, second = await queue.append_many(["a", "b"])
+        appended = await queue.update([first, 999], ["c", "d"])
+        # New rows go after every row there has been, the deleted one's too.
+        assert second < appended[0] < appended[1]
+        assert [(row.row_id, row.text) for row in await queue.load()] == [
+            (second, "b"),
+            (appended[0], "c"),
+            (appended[1], "d"),
+        ]
+        assert await queue.update([second], []) == []
+        assert [row.text for row in await queue.load()] == ["c", "d"]
+
+
 async def test_put_first_goes_ahead_of_every_row_and_later_appends_go_last(
     tmp_path: Path, stores: StoreFactory
 ) -> None:
