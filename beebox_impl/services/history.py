@@ -40,7 +40,12 @@ from beebox_impl.transcript import (
     read_history,
 )
 from beebox_impl.transcript.lines import open_transcript
-from beebox_impl.transcript.location import InvalidSessionId, transcript_path
+from beebox_impl.transcript.location import (
+    InvalidSessionId,
+    encode_project_dir,
+    project_dir_named,
+    transcript_in,
+)
 from beebox_spec.entries import SessionHistory
 from beebox_spec.media import MediaRef
 
@@ -95,6 +100,7 @@ class ChatHistoryService:
             raise ValueError("max_concurrent_reads must be at least 1")
         self._box_root = box_root
         self._projects_root = projects_root
+        self._encoded_box: str | None = None
         self.cache = cache if cache is not None else TranscriptIndexCache()
         self._max_concurrent_reads = max_concurrent_reads
         self._reading = threading.BoundedSemaphore(max_concurrent_reads)
@@ -110,7 +116,12 @@ class ChatHistoryService:
 
     def transcript_path(self, session_id: str) -> Path:
         """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
-        return transcript_path(self._box_root, session_id, self._projects_root)
+        # The box's folder is resolved (symlinks, NFC) once: it is a path walk, and
+        # every read and every indexing pass asks.
+        if self._encoded_box is None:
+            self._encoded_box = encode_project_dir(self._box_root)
+        project = project_dir_named(self._encoded_box, self._projects_root)
+        return transcript_in(project, session_id)
 
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`history`, blocking: for a caller already in a worker thread."""

@@ -290,8 +290,15 @@ async def follow_events(
     """
     while True:
         with events:
-            async for event in events:
-                await on_event(event)
+            while True:
+                # A batch a wake-up: the events of a turn arrive together, and each
+                # read of one alone would be a scheduling round of its own.
+                try:
+                    batch = await events.receive_batch()
+                except anyio.EndOfStream:
+                    break
+                for event in batch:
+                    await on_event(event)
             if not events.overflowed:
                 return
         if on_overflow is not None:

@@ -71,7 +71,12 @@ def project_dir(box_root: Path, root: Path) -> Path:
     suffix: the first folder (in name order) whose name is the 200-character
     prefix followed by ``-`` is the one, and the prefix alone when there is none.
     """
-    encoded = encode_project_dir(box_root)
+    return project_dir_named(encode_project_dir(box_root), root)
+
+
+def project_dir_named(encoded: str, root: Path) -> Path:
+    """`project_dir` for a box whose `encode_project_dir` is ``encoded`` (a caller that
+    resolves its box's folder once)."""
     if len(encoded) <= MAX_ENCODED_LENGTH:
         return root / encoded
     prefix = encoded[:MAX_ENCODED_LENGTH]
