@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from beebox_impl.store import (
@@ -199,3 +202,75 @@ async def test_sqlite_rows_survive_a_reopen(tmp_path: Path) -> None:
     async with await BoxDatabase.open(tmp_path) as database:
         assert [row.text for row in await database.chat_queue.load()] == ["survives"]
         assert await database.thread_records.load_all() == {"t1": RECORD}
+
+
+def _insert(text: str) -> Callable[[sqlite3.Connection], int]:
+    def change(connection: sqlite3.Connection) -> int:
+        cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    return change
+
+
+def _insert_then_fail(connection: sqlite3.Connection) -> int:
+    connection.execute("INSERT INTO chat_queue (text) VALUES ('undone')")
+    raise ValueError("this write fails")
+
+
+def _texts(connection: sqlite3.Connection) -> list[str]:
+    return [str(text) for (text,) in connection.execute("SELECT text FROM chat_queue ORDER BY id")]
+
+
+async def test_writes_waiting_while_one_commits_share_the_next_commit(tmp_path: Path) -> None:
+    async with await BoxDatabase.open(tmp_path) as database:
+        statements: list[str] = []
+        database._connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
+        holding, release = threading.Event(), threading.Event()
+
+        def slow(connection: sqlite3.Connection) -> int:
+            holding.set()
+            release.wait(10)
+            return _insert("first")(connection)
+
+        results: dict[str, object] = {}
+
+        def write(name: str, change: Callable[[sqlite3.Connection], int]) -> None:
+            try:
+                results[name] = database.write_blocking(change)
+            except Exception as error:
+                results[name] = error
+
+        threads = [threading.Thread(target=write, args=("first", slow))]
+        threads[0].start()
+        assert holding.wait(10)
+        # These arrive while "first" holds the connection: one group after it.
+        later = [("a", _insert("a")), ("fails", _insert_then_fail), ("b", _insert("b"))]
+        for name, change in later:
+            thread = threading.Thread(target=write, args=(name, change))
+            thread.start()
+            threads.append(thread)
+            while len(database._waiting) < len(threads) - 1:
+                await anyio.sleep(0.001)
+        release.set()
+        for thread in threads:
+            await anyio.to_thread.run_sync(thread.join)
+        assert isinstance(results["fails"], ValueError)
+        assert {name: results[name] for name in ("first", "a", "b")} == {
+            "first": 1,
+            "a": 2,
+            "b": 3,
+        }
+        assert await database.read(_texts) == ["first", "a", "b"]
+        # Two transactions: "first" alone, then the three that waited for it.
+        assert statements.count("COMMIT") == 2
+        assert statements.count("ROLLBACK TO grouped_write") == 1
+
+
+async def test_a_write_alone_that_fails_leaves_nothing(tmp_path: Path) -> None:
+    async with await BoxDatabase.open(tmp_path) as database:
+        with pytest.raises(ValueError, match="this write fails"):
+            await database.write(_insert_then_fail)
+        # Undone whole, the id it took too.
+        assert await database.write(_insert("kept")) == 1
+        assert await database.read(_texts) == ["kept"]
