@@ -56,6 +56,7 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
@@ -451,12 +452,21 @@ def build_index(
     return index
 
 
+@dataclass(eq=False)
+class _Builder:
+    """The build lock of one path, and its users (`TranscriptIndexCache._building`)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+
+
 class TranscriptIndexCache:
     """A thread-safe LRU of per-file indexes (`capacity` files), keyed by path.
 
     The lock guards only the map; reading files happens outside it. Two threads
-    that miss at once may both build; the later store wins, and both answers are
-    right for the file they read. With a `shelf`, a miss looks there before
+    that miss at once do not both build: the second waits for the first (a lock per
+    path) and finds the index current, or extends it by what was appended in
+    between. With a `shelf`, a miss looks there before
     reading the file, and indexes are shelved so the next process starts warm: one
     built from the top at once, an extended one once it has read
     `shelve_every_bytes` since it was last shelved (a chat growing a turn at a
@@ -487,6 +497,9 @@ class TranscriptIndexCache:
         self._shelved_ends: dict[str, int] = {}
         self._lock = threading.Lock()
         self._indexes: OrderedDict[str, TranscriptIndex] = OrderedDict()
+        # Per path being indexed: its build lock and how many threads hold or want
+        # it (guarded by the lock; an entry goes with its last user).
+        self._builders: dict[str, _Builder] = {}
 
     def index_for(
         self,
@@ -505,6 +518,24 @@ class TranscriptIndexCache:
         With `build` False, only an index held (in memory or on the shelf) is
         brought up to date; None when there is none to extend.
         """
+        # One reader at a time brings a file's index up to date; one that waited finds
+        # it current (or extends it by what was appended since), where each would
+        # have read the same new bytes. The file's size is read once the wait is over.
+        with self._building(os.fspath(path)):
+            return self._index_for_locked(
+                path, file, session_id=session_id, sink=sink, rebuild=rebuild, build=build
+            )
+
+    def _index_for_locked(
+        self,
+        path: Path,
+        file: BinaryIO,
+        *,
+        session_id: str | None,
+        sink: EntrySink | None,
+        rebuild: bool,
+        build: bool,
+    ) -> TranscriptIndex | None:
         identity = FileIdentity.of_open_file(path, file)
         if identity is None:
             return None
@@ -549,6 +580,23 @@ class TranscriptIndexCache:
             if shelved_end is None or unshelved >= self.shelve_every_bytes:
                 self._shelve(key, index)
         return index
+
+    @contextmanager
+    def _building(self, key: str) -> Iterator[None]:
+        # Held while the index of ``key`` is looked up and brought up to date.
+        with self._lock:
+            builder = self._builders.get(key)
+            if builder is None:
+                builder = self._builders[key] = _Builder()
+            builder.users += 1
+        try:
+            with builder.lock:
+                yield
+        finally:
+            with self._lock:
+                builder.users -= 1
+                if not builder.users:
+                    del self._builders[key]
 
     def shelve_all(self) -> None:
         """Shelve every held index that the shelf does not have as it is now."""

@@ -8,6 +8,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import beebox_impl.transcript.index as index_module
 import beebox_impl.transcript.media as transcript_media
 from beebox_impl.transcript import (
     MediaFound,
@@ -378,6 +380,48 @@ def test_threads_share_one_cache() -> None:
         for thread in threads:
             thread.join()
         assert failures == []
+
+
+def test_readers_that_miss_together_build_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The second reader waits for the first's build and finds the index current,
+    # instead of reading the same bytes again.
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(b"".join(user_line(UUIDS[n % 5], f"turn {n}") + b"\n" for n in range(9)))
+        cache = TranscriptIndexCache()
+        started, release = threading.Event(), threading.Event()
+        builds: list[int] = []
+        real_build = index_module.build_index
+
+        def slow_build(*args: object, **kwargs: object) -> object:
+            builds.append(1)
+            started.set()
+            release.wait(10)
+            return real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(index_module, "build_index", slow_build)
+        failures: list[BaseException] = []
+
+        def reader() -> None:
+            try:
+                assert_reads_as_spec(path, cache)
+            except BaseException as error:
+                failures.append(error)
+
+        first = threading.Thread(target=reader)
+        first.start()
+        assert started.wait(10)
+        second = threading.Thread(target=reader)
+        second.start()
+        # The second is waiting for the path's build lock, not building.
+        while not any(builder.users == 2 for builder in cache._builders.values()):
+            time.sleep(0.001)
+        release.set()
+        first.join()
+        second.join()
+        assert failures == []
+        assert builds == [1]
+        assert cache._builders == {}
 
 
 def test_skipped_lines_are_counted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
