@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
@@ -93,6 +94,8 @@ MAX_MESSAGE_ID_CHARS: Final = 200
 # them could be fetched back (and a model API refuses a request that large).
 MAX_WAITING_PHOTO_BYTES: Final = 10 * 1024 * 1024
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 _SEND_FIELDS: Final = ("message", "messageId", "images")
 _IMAGE_FIELDS: Final = ("mediaType", "data")
@@ -253,10 +256,17 @@ class LoopRunner(Protocol):
 
 @dataclass(eq=False)
 class _InFlight:
-    # Set once ``outcome`` is final. A thread's event: the request it answers may be
-    # handled on the loop or in a host's thread (`ChatSendService.send_from_thread`).
+    """A request in flight with a message id, and how its duplicates hear its answer.
+
+    ``done`` is set once ``outcome`` is final; duplicates in threads wait on it.
+    Duplicates on the loop wait on ``loop_done`` (made by the first of them), which
+    is set on the loop: a waiter there holds no worker thread, whose tokens the
+    owner's own disk work may need. Both are read and made under the service's lock.
+    """
+
     done: threading.Event = field(default_factory=threading.Event)
     outcome: SendOutcome = field(default_factory=lambda: SendFailed("send did not finish"))
+    loop_done: anyio.Event | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +274,10 @@ class _Running:
     """Another request with this message id is in flight: wait for its answer."""
 
     entry: _InFlight
+
+
+async def _set_event(event: anyio.Event) -> None:
+    event.set()
 
 
 def _new_turn_id() -> str:
@@ -301,15 +315,20 @@ class ChatSendService:
         claim = self._claim_in_flight(request.message_id)
         if isinstance(claim, _Running):
             # Rule 1: a concurrent duplicate gets the in-flight request's own answer.
-            # Its owner may be a thread: wait in one (rare: a client's retry race).
-            await anyio.to_thread.run_sync(claim.entry.done.wait, abandon_on_cancel=True)
+            with self._in_flight_lock:
+                answered = claim.entry.done.is_set()
+                if not answered and claim.entry.loop_done is None:
+                    claim.entry.loop_done = anyio.Event()
+                loop_done = claim.entry.loop_done
+            if not answered and loop_done is not None:
+                await loop_done.wait()
             return claim.entry.outcome
         try:
             outcome = await self._send(request, sender)
         except BaseException:
-            self._release_in_flight(request.message_id, claim, None)
+            self._wake_loop_waiters(self._release_in_flight(request.message_id, claim, None))
             raise
-        self._release_in_flight(request.message_id, claim, outcome)
+        self._wake_loop_waiters(self._release_in_flight(request.message_id, claim, outcome))
         return outcome
 
     def send_from_thread(
@@ -333,9 +352,13 @@ class ChatSendService:
             else:
                 outcome = self._record_in_thread(request, sender, run_on_loop)
         except BaseException:
-            self._release_in_flight(request.message_id, claim, None)
+            self._wake_loop_waiters_from_thread(
+                self._release_in_flight(request.message_id, claim, None), run_on_loop
+            )
             raise
-        self._release_in_flight(request.message_id, claim, outcome)
+        self._wake_loop_waiters_from_thread(
+            self._release_in_flight(request.message_id, claim, outcome), run_on_loop
+        )
         return outcome
 
     def _claim_in_flight(self, message_id: str | None) -> _InFlight | _Running | None:
@@ -351,15 +374,33 @@ class ChatSendService:
 
     def _release_in_flight(
         self, message_id: str | None, mine: _InFlight | None, outcome: SendOutcome | None
-    ) -> None:
-        # The waiters read ``outcome`` once ``done`` is set (the default when it failed).
+    ) -> anyio.Event | None:
+        """Publish ``outcome`` to the duplicates (the default when it failed) and wake
+        those in threads; the event that wakes those on the loop, if any wait."""
         if message_id is None or mine is None:
-            return
+            return None
         if outcome is not None:
             mine.outcome = outcome
         with self._in_flight_lock:
             del self._in_flight[message_id]
-        mine.done.set()
+            mine.done.set()
+            return mine.loop_done
+
+    @staticmethod
+    def _wake_loop_waiters(loop_done: anyio.Event | None) -> None:
+        if loop_done is not None:
+            loop_done.set()
+
+    def _wake_loop_waiters_from_thread(
+        self, loop_done: anyio.Event | None, run_on_loop: LoopRunner
+    ) -> None:
+        if loop_done is None:
+            return
+        try:
+            run_on_loop(_set_event, loop_done)
+        except Exception as error:
+            # The loop is gone (the box is closing): its tasks, the waiters, go with it.
+            _log.warning("could not wake the duplicates of a send on the loop: %r", error)
 
     async def _send(self, request: SendRequest, sender: Sender | None) -> SendOutcome:
         mine = sum(len(photo.data) for photo in request.images)

@@ -22,6 +22,7 @@ from beebox_impl.box import Box
 from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.services.send import (
     Deduplicated,
+    Queued,
     SendFailed,
     SendOutcome,
     SendRequest,
@@ -75,6 +76,25 @@ async def test_duplicates_in_threads_and_on_the_loop_share_one_answer(tmp_path: 
         Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
         BlockingPortal() as portal,
     ):
+        service = box.send_service
+        recording, release = threading.Event(), threading.Event()
+        record = box.acceptance.record_user_message_blocking
+
+        def held_record(*args: Any, **kwargs: Any) -> Any:
+            recording.set()
+            release.wait(10)
+            return record(*args, **kwargs)
+
+        box.acceptance.record_user_message_blocking = held_record  # type: ignore[method-assign]
+        duplicates: list[object] = []
+        claim = service._claim_in_flight
+
+        def counted_claim(message_id: str | None) -> object:
+            answer = claim(message_id)
+            duplicates.append(answer)
+            return answer
+
+        service._claim_in_flight = counted_claim  # type: ignore[method-assign, assignment]
         answers: list[SendOutcome] = []
         request = SendRequest("once", "id-1")
 
@@ -87,17 +107,42 @@ async def test_duplicates_in_threads_and_on_the_loop_share_one_answer(tmp_path: 
             answers.append(await box.send(request))
 
         async with anyio.create_task_group() as group:
-            for index in range(10):
-                group.start_soon(from_a_thread if index % 3 else on_the_loop)
-        started = [answer for answer in answers if isinstance(answer, TurnStarted)]
-        # Every request in flight with the first got its answer; later ones deduplicate.
-        assert started
-        assert all(answer == started[0] for answer in started)
-        assert all(isinstance(answer, TurnStarted | Deduplicated) for answer in answers)
-        assert len(answers) == 10
+            # The first request, from a thread, owns the id until it has its answer.
+            group.start_soon(from_a_thread)
+            await anyio.to_thread.run_sync(recording.wait, 10)
+            for index in range(9):
+                group.start_soon(from_a_thread if index % 2 else on_the_loop)
+            await wait_until(lambda: len(duplicates) == 10)
+            release.set()
+        (first, *_others) = answers
+        assert isinstance(first, TurnStarted)
+        # Every one of them heard the owner's own answer, not a deduplication.
+        assert answers == [first] * 10
         assert await _bus_messages(box) == ["once"]
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
         assert engine.runs[0].sent == ["once"]
+
+
+async def test_many_duplicates_on_the_loop_hold_no_worker_threads(tmp_path: Path) -> None:
+    # More waiters than the loop has worker threads (40): the owner's disk work
+    # (its record, the queue row of a busy chat) must still get one.
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        answers: list[SendOutcome] = []
+
+        async def send() -> None:
+            answers.append(await box.send(SendRequest("busy", "id-2")))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                for _ in range(50):
+                    group.start_soon(send)
+        # The turn in flight never ends: the first was queued, and so heard the rest.
+        assert set(answers) <= {Queued(), Deduplicated()}
+        assert Queued() in answers
+        assert box.session.queue == ("busy",)
 
 
 async def test_a_photo_send_from_a_thread_reaches_the_engine(tmp_path: Path) -> None:
