@@ -37,10 +37,12 @@ serves the box, shared by all those threads under a lock: SQLite serialises
 writers anyway, and one connection keeps the pragmas in one place.
 
 Writes are **group-committed**: the writes that arrive while one commits wait for
-the lock, and the next thread to take it commits all of them in one transaction
-(each in a savepoint: one that raises is undone alone and hears its own error), so
-sixteen concurrent sends cost a few fsyncs, not sixteen. Each write is still
-committed when its call returns.
+the lock, and the next thread to take it commits all of them in one transaction,
+so sixteen concurrent sends cost a few fsyncs, not sixteen. Each write runs in a
+savepoint: one that raises is undone alone and hears its own error. When the
+transaction as a whole fails (the COMMIT, or a full disk, after which SQLite rolls
+everything back), the group's writes run again one at a time, so each hears its
+own outcome. Each write is still committed when its call returns.
 """
 
 from __future__ import annotations
@@ -268,25 +270,27 @@ class _PendingWrite(Generic[T]):
 def _commit_group(
     connection: sqlite3.Connection | None, group: Sequence[_PendingWrite[Any]]
 ) -> None:
-    """Run each write of ``group`` in one transaction (each in a savepoint, so a write
-    that raises is undone alone and gets its error), then commit; if the transaction
-    fails, every write in it gets that error. Marks every write done."""
+    """Commit the writes of ``group`` in one transaction, each in a savepoint, so a
+    write that raises is undone alone and gets its own error. When the transaction
+    itself fails (the COMMIT, or an error such as a full disk that makes SQLite
+    roll back the whole transaction), each write is run again alone, so each gets
+    its own outcome. Marks every write done."""
     try:
         if connection is None:
             raise sqlite3.ProgrammingError("the box database is closed")
-        connection.execute("BEGIN IMMEDIATE")
+        if len(group) == 1:
+            _commit_alone(connection, group[0])
+            return
         try:
-            if len(group) == 1:
-                group[0].value = group[0].change(connection)
-            else:
-                for write in group:
-                    _run_in_savepoint(connection, write)
+            _begin(connection)
+            for write in group:
+                _run_in_savepoint(connection, write)
             connection.execute("COMMIT")
-        except BaseException:
-            # An I/O error may already have ended the transaction.
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
+        except Exception:
+            _roll_back(connection)
+            for write in group:
+                write.value, write.error = None, None
+                _commit_alone(connection, write)
     except BaseException as error:
         for write in group:
             write.value = None
@@ -297,11 +301,39 @@ def _commit_group(
             write.done = True
 
 
+def _begin(connection: sqlite3.Connection) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+
+
+def _roll_back(connection: sqlite3.Connection) -> None:
+    # An I/O error or a full disk may already have ended the transaction.
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+
+
+def _commit_alone(connection: sqlite3.Connection, write: _PendingWrite[Any]) -> None:
+    """Run ``write`` in a transaction of its own; its error is its own."""
+    try:
+        _begin(connection)
+        try:
+            write.value = write.change(connection)
+            connection.execute("COMMIT")
+        except BaseException:
+            _roll_back(connection)
+            raise
+    except Exception as error:
+        write.value, write.error = None, error
+
+
 def _run_in_savepoint(connection: sqlite3.Connection, write: _PendingWrite[Any]) -> None:
     connection.execute("SAVEPOINT grouped_write")
     try:
         write.value = write.change(connection)
     except Exception as error:
+        if not connection.in_transaction:
+            # SQLite rolled the whole transaction back: the group's earlier writes
+            # are gone too, so the group is run again, one write at a time.
+            raise
         # This write's own failure: undone, reported to it, the others go on.
         connection.execute("ROLLBACK TO grouped_write")
         write.error = error

@@ -222,39 +222,49 @@ def _texts(connection: sqlite3.Connection) -> list[str]:
     return [str(text) for (text,) in connection.execute("SELECT text FROM chat_queue ORDER BY id")]
 
 
+async def _group_after_first(
+    database: BoxDatabase, later: list[tuple[str, Callable[[sqlite3.Connection], int]]]
+) -> dict[str, object]:
+    """Write "first" from a thread, holding the connection until every write of
+    ``later`` (each from a thread of its own) waits behind it; each one's answer."""
+    holding, release = threading.Event(), threading.Event()
+
+    def slow(connection: sqlite3.Connection) -> int:
+        holding.set()
+        release.wait(10)
+        return _insert("first")(connection)
+
+    results: dict[str, object] = {}
+
+    def write(name: str, change: Callable[[sqlite3.Connection], int]) -> None:
+        try:
+            results[name] = database.write_blocking(change)
+        except Exception as error:
+            results[name] = error
+
+    threads = [threading.Thread(target=write, args=("first", slow))]
+    threads[0].start()
+    assert holding.wait(10)
+    for name, change in later:
+        thread = threading.Thread(target=write, args=(name, change))
+        thread.start()
+        threads.append(thread)
+        while len(database._waiting) < len(threads) - 1:
+            await anyio.sleep(0.001)
+    release.set()
+    for thread in threads:
+        await anyio.to_thread.run_sync(thread.join)
+    return results
+
+
 async def test_writes_waiting_while_one_commits_share_the_next_commit(tmp_path: Path) -> None:
     async with await BoxDatabase.open(tmp_path) as database:
         statements: list[str] = []
         database._connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
-        holding, release = threading.Event(), threading.Event()
-
-        def slow(connection: sqlite3.Connection) -> int:
-            holding.set()
-            release.wait(10)
-            return _insert("first")(connection)
-
-        results: dict[str, object] = {}
-
-        def write(name: str, change: Callable[[sqlite3.Connection], int]) -> None:
-            try:
-                results[name] = database.write_blocking(change)
-            except Exception as error:
-                results[name] = error
-
-        threads = [threading.Thread(target=write, args=("first", slow))]
-        threads[0].start()
-        assert holding.wait(10)
         # These arrive while "first" holds the connection: one group after it.
-        later = [("a", _insert("a")), ("fails", _insert_then_fail), ("b", _insert("b"))]
-        for name, change in later:
-            thread = threading.Thread(target=write, args=(name, change))
-            thread.start()
-            threads.append(thread)
-            while len(database._waiting) < len(threads) - 1:
-                await anyio.sleep(0.001)
-        release.set()
-        for thread in threads:
-            await anyio.to_thread.run_sync(thread.join)
+        results = await _group_after_first(
+            database, [("a", _insert("a")), ("fails", _insert_then_fail), ("b", _insert("b"))]
+        )
         assert isinstance(results["fails"], ValueError)
         assert {name: results[name] for name in ("first", "a", "b")} == {
             "first": 1,
@@ -265,6 +275,26 @@ async def test_writes_waiting_while_one_commits_share_the_next_commit(tmp_path: 
         # Two transactions: "first" alone, then the three that waited for it.
         assert statements.count("COMMIT") == 2
         assert statements.count("ROLLBACK TO grouped_write") == 1
+
+
+async def test_a_write_that_ends_the_groups_transaction_fails_alone(tmp_path: Path) -> None:
+    # A full disk makes SQLite roll back the whole transaction, the group's other
+    # writes with it: they are written again, each alone, and only the one that
+    # filled the disk fails, with its own error.
+    async with await BoxDatabase.open(tmp_path) as database:
+        pages = await database.read(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
+        await database.read(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 8}"))
+        too_big = _insert("x" * 200_000)
+        results = await _group_after_first(
+            database, [("a", _insert("a")), ("too big", too_big), ("b", _insert("b"))]
+        )
+        error = results["too big"]
+        assert isinstance(error, sqlite3.OperationalError)
+        assert "full" in str(error)
+        assert results["first"] == 1
+        assert isinstance(results["a"], int)
+        assert isinstance(results["b"], int)
+        assert await database.read(_texts) == ["first", "a", "b"]
 
 
 async def test_a_write_alone_that_fails_leaves_nothing(tmp_path: Path) -> None:
