@@ -18,9 +18,10 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
 - **Streaming input.** Nothing is emitted until the first turn arrives; then
   ``system/init`` (``session_id``, ``cwd``, ``model: "echo"``, ``tools: []``, …),
   as the CLI does in streaming-input mode.
-- **A turn.** The user line is appended to the transcript, then the answer is
-  decided: one ``assistant`` message (one text block, ``stop_reason: end_turn``)
-  whose text says what was received — ``You said: "…"`` and, for images,
+- **A turn.** The answer is decided as the turn is taken in, and the user line
+  and the answer's line are appended to the transcript in one write. The answer:
+  one ``assistant`` message (one text block, ``stop_reason: end_turn``) whose text
+  says what was received — ``You said: "…"`` and, for images,
   ``and sent 2 images (image/png, 12.3 KB; image/jpeg, 1.1 MB)`` (decimal units,
   decoded sizes) — written to the transcript as an ``assistant`` line, then a
   ``result`` (``success``, the same text, ``total_cost_usd: 0``, ``num_turns: 1``,
@@ -417,6 +418,7 @@ class EchoRun:
         about as much as the rest of the turn).
         """
         started = self._clock()
+        parent_before, announced_before = self._parent_uuid, self._announced
         user_uuid = self._new_id()
         content = _transcript_content(turn.content)
         lines = [self._chained(user_uuid, self._user_line(user_uuid, content, started))]
@@ -443,7 +445,13 @@ class EchoRun:
         else:
             line, answer = self._answer_echo(turn.content, started)
         lines.append(line)
-        await self._files.run(_append, self._path, b"".join(lines))
+        try:
+            await self._files.run(_append, self._path, b"".join(lines))
+        except BaseException:
+            # Not written: the next lines hang where these would have, and the
+            # init message is still to be said.
+            self._parent_uuid, self._announced = parent_before, announced_before
+            raise
         # A run closed during the write says nothing more (its lines stay written).
         if self._over():
             return

@@ -23,7 +23,8 @@ The rules (numbered as in `beebox_spec.chat_session`)
    came from the queue go back to its head. Nothing else is held (there is no
    lock to release): the phase is the only guard.
 3. **Enqueue** appends to the queue, whatever the phase, and returns once the row
-   is persisted.
+   is persisted (or, drained into a turn that went out before its row was
+   written, once it needs no row).
 4. **Drain.** After a turn's ``result``, and after an unexpected run death, the
    whole queue goes out as one turn (onto the run, or a fresh run). A drain that
    would be refused leaves the queue alone.
@@ -58,7 +59,11 @@ the rows of a drained turn are deleted once the turn is sent, and kept (so they
 go back to the queue) when its run fails to start; `stop` deletes every row; a
 session opened on a box with rows drains them into a fresh run at once. Delivery
 is at least once: a crash between sending a turn and deleting its rows sends
-those texts again after the restart, which beats losing them.
+those texts again after the restart, which beats losing them. The writes wait in
+the session's `StoreWriter` and those waiting together go as one store write
+(`_write_queue`): a text drained into a turn that went out before its row was
+written is never written (the store ends as it would have), and an enqueue
+fails with its batch's write, the deletions in it included.
 """
 
 from __future__ import annotations

@@ -284,8 +284,10 @@ async def follow_events(
     """Hand each event to ``on_event`` until the stream ends (the session closed).
 
     ``events`` is a subscription taken before the caller's task started, so nothing
-    said in between is missed. A listener cut off for falling a whole buffer behind
-    is told (``on_overflow``) and subscribes again: it carries on from the
+    said in between is missed. Events are taken a batch at a time (what waits when
+    the listener wakes), so a slow ``on_event`` holds up to one batch besides its
+    subscription's buffer; a listener that falls a whole buffer behind that is cut
+    off, told (``on_overflow``), and subscribes again: it carries on from the
     session's next event, the ones in between lost.
     """
     while True:

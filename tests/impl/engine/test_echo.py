@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import beebox_impl.engine.echo as echo_module
 from beebox_impl.engine import EchoEngine, EchoRun, EngineStartError, StartOptions
 from beebox_impl.engine.echo import (
     ECHO_MODEL,
@@ -533,3 +534,31 @@ async def test_a_pump_task_sees_every_turn_answered_in_order(box: Path, projects
     lines = read_lines(run.transcript_path)
     assert [line["type"] for line in lines] == ["user", "assistant"] * 3
     assert [line["parentUuid"] for line in lines[1:]] == [line["uuid"] for line in lines[:-1]]
+
+
+async def test_a_turn_whose_lines_were_not_written_leaves_the_chain_where_it_was(
+    box: Path, projects: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    real_append = echo_module._append
+    failures = [OSError("disk gone")]
+
+    def failing_once(path: Path, data: bytes) -> None:
+        if failures:
+            raise failures.pop()
+        real_append(path, data)
+
+    monkeypatch.setattr(echo_module, "_append", failing_once)
+    await run.send("lost")
+    with pytest.raises(OSError, match="disk gone"):
+        await next_message(stream)
+    await run.send("kept")
+    # The init message was never said: it comes with the first turn written.
+    init, _, result = [await next_message(stream) for _ in range(3)]
+    assert init["type"] == "system"
+    assert result["result"] == 'You said: "kept"'
+    user, _assistant = read_lines(run.transcript_path)
+    # The first line written starts the chain: nothing hangs under a line never written.
+    assert user["parentUuid"] is None
+    await run.close()
