@@ -74,6 +74,10 @@ const state = {
   outbox: new Map(),
   // Each pending copy's delivery state, by uuid ("sent", "queued", …).
   delivery: new Map(),
+  // Send answers so far, and for each copy answered "queued" the count its answer
+  // made: a status read that began before an answer is older than it.
+  answers: 0,
+  queuedAnswer: new Map(),
   status: null,
   online: false,
   // The turn as it streams in: assistant messages by uuid, and partial text.
@@ -188,8 +192,13 @@ function refresh() {
 }
 
 async function refreshOnce() {
+  const answersBefore = state.answers;
   const boot = await api.bootstrap({ session: state.viewing, tail: PAGE_SIZE });
+  const queuedThen = boot.status.queued;
   state.status = boot.status;
+  // A send answered "queued" while this read was on its way is still queued.
+  const queuedSince = [...state.queuedAnswer.values()].some((answer) => answer > answersBefore);
+  if (queuedSince) state.status.queued = Math.max(state.status.queued, 1);
   if (state.viewing === null) state.chatSessionId = boot.sessionId;
   const firstRead = state.shownSessionId === null && state.entries.length === 0;
   if (boot.sessionId !== state.shownSessionId) {
@@ -200,10 +209,14 @@ async function refreshOnce() {
   if (boot.history) mergeTail(boot.history.entries, boot.history.total);
   if (state.viewing === null) {
     state.pending = mergeAcceptedIntoPending(state.pending, boot.pending ?? []);
-    // Nothing queued any more: a copy that was queued is now the turn being answered.
-    if (!boot.status.queued) {
+    // Nothing queued any more: a copy that was queued before this read began is now
+    // the turn being answered (one answered since is newer than what the read saw).
+    if (!queuedThen) {
       for (const [uuid, delivery] of state.delivery) {
-        if (delivery === "queued") state.delivery.set(uuid, "sent");
+        if (delivery === "queued" && (state.queuedAnswer.get(uuid) ?? 0) <= answersBefore) {
+          state.delivery.set(uuid, "sent");
+          state.queuedAnswer.delete(uuid);
+        }
       }
     }
   }
@@ -264,7 +277,9 @@ async function deliver(item) {
   try {
     const answer = await api.send(entryText(entry), entry.messageId, images);
     state.outbox.delete(entry.messageId);
+    state.answers += 1;
     state.delivery.set(entry.uuid, answer?.queued ? "queued" : "sent");
+    if (answer?.queued) state.queuedAnswer.set(entry.uuid, state.answers);
     if (answer?.queued && state.status) state.status.queued = Math.max(state.status.queued, 1);
   } catch (error) {
     const status = error instanceof api.ApiError ? error.status : 0;
@@ -436,6 +451,7 @@ function retire(stillPending) {
   for (const entry of state.pending) {
     if (kept.has(entry.uuid)) continue;
     state.delivery.delete(entry.uuid);
+    state.queuedAnswer.delete(entry.uuid);
     nodeCache.delete(entry.uuid);
     // Its echo is in the transcript, so the box has it: stop retrying.
     if (entry.messageId && normalizeForCompare(entryText(entry)) !== "") {
