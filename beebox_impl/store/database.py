@@ -277,7 +277,11 @@ def _commit_group(
     its own outcome. Marks every write done."""
     try:
         if connection is None:
-            raise sqlite3.ProgrammingError("the box database is closed")
+            # An error of its own for each: one raised in several threads at once
+            # would gather all their tracebacks.
+            for write in group:
+                write.error = sqlite3.ProgrammingError("the box database is closed")
+            return
         if len(group) == 1:
             _commit_alone(connection, group[0])
             return
