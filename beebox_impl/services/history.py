@@ -29,7 +29,12 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import ChatEvent, Done, EventSubscription
+from beebox_impl.session.events import (
+    ChatEvent,
+    Done,
+    EventSubscription,
+    follow_event_batches,
+)
 from beebox_impl.transcript import (
     MediaFound,
     MediaMissing,
@@ -207,19 +212,22 @@ async def keep_indexes_current(
         except InvalidSessionId:
             _log.debug("not indexing session %r: not a transcript id", session_id)
 
+    missed = False
+
+    def note_missed() -> None:
+        nonlocal missed
+        missed = True
+
+    async def index_after_turns(batch: list[ChatEvent]) -> None:
+        nonlocal missed
+        if missed or any(isinstance(event, Done) for event in batch):
+            missed = False
+            await index_current_chat()
+            await anyio.sleep(pass_interval)
+
     await index_current_chat()
-    while True:
-        with events:
-            while True:
-                try:
-                    batch = await events.receive_batch()
-                except anyio.EndOfStream:
-                    break
-                if any(isinstance(event, Done) for event in batch):
-                    await index_current_chat()
-                    await anyio.sleep(pass_interval)
-            if not events.overflowed:
-                return
-        # Fell a whole buffer behind: subscribe again; the next pass reads what was missed.
-        events = session.subscribe()
-        await index_current_chat()
+    # Fallen a whole buffer behind, it subscribes again: its next pass (or the next
+    # read) reads what was missed.
+    await follow_event_batches(
+        session.subscribe, events, index_after_turns, on_overflow=note_missed
+    )

@@ -63,6 +63,7 @@ __all__ = [
     "Task",
     "ThreadSessionEvent",
     "TurnText",
+    "follow_event_batches",
     "follow_events",
 ]
 
@@ -281,11 +282,27 @@ async def follow_events(
     *,
     on_overflow: Callable[[], None] | None = None,
 ) -> None:
-    """Hand each event to ``on_event`` until the stream ends (the session closed).
+    """Hand each event to ``on_event`` until the stream ends (`follow_event_batches`)."""
+
+    async def each(batch: list[EventT]) -> None:
+        for event in batch:
+            await on_event(event)
+
+    await follow_event_batches(subscribe, events, each, on_overflow=on_overflow)
+
+
+async def follow_event_batches(
+    subscribe: Callable[[], EventSubscription[EventT]],
+    events: EventSubscription[EventT],
+    on_batch: Callable[[list[EventT]], Awaitable[None]],
+    *,
+    on_overflow: Callable[[], None] | None = None,
+) -> None:
+    """Hand the events to ``on_batch`` until the stream ends (the session closed), a
+    batch at a time: what waits when the listener wakes.
 
     ``events`` is a subscription taken before the caller's task started, so nothing
-    said in between is missed. Events are taken a batch at a time (what waits when
-    the listener wakes), so a slow ``on_event`` holds up to one batch besides its
+    said in between is missed. A slow ``on_batch`` holds up to one batch besides its
     subscription's buffer; a listener that falls a whole buffer behind that is cut
     off, told (``on_overflow``), and subscribes again: it carries on from the
     session's next event, the ones in between lost.
@@ -299,8 +316,7 @@ async def follow_events(
                     batch = await events.receive_batch()
                 except anyio.EndOfStream:
                     break
-                for event in batch:
-                    await on_event(event)
+                await on_batch(batch)
             if not events.overflowed:
                 return
         if on_overflow is not None:

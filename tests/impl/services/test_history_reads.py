@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
@@ -131,20 +132,24 @@ class CountingIndexer:
         assert session_id == SESSION_ID
         self.passes += 1
 
+    def start(self, group: anyio.abc.TaskGroup, *, pass_interval: float) -> None:
+        """Run `keep_indexes_current` on this fake in ``group``."""
+        group.start_soon(
+            partial(
+                keep_indexes_current,
+                self,  # type: ignore[arg-type]
+                self,  # type: ignore[arg-type]
+                self.subscribe(),
+                pass_interval=pass_interval,
+            )
+        )
+
 
 @pytest.mark.anyio
 async def test_turns_ending_within_a_pass_interval_share_the_next_pass() -> None:
     fake = CountingIndexer()
     async with anyio.create_task_group() as group:
-        group.start_soon(
-            partial(
-                keep_indexes_current,
-                fake,  # type: ignore[arg-type]
-                fake,  # type: ignore[arg-type]
-                fake.subscribe(),
-                pass_interval=0.3,
-            )
-        )
+        fake.start(group, pass_interval=0.3)
         # The pass at start.
         await wait_until(lambda: fake.passes == 1)
         # A turn's end is indexed at once.
@@ -165,15 +170,7 @@ async def test_turns_ending_within_a_pass_interval_share_the_next_pass() -> None
 async def test_a_chat_slower_than_the_interval_is_indexed_after_every_turn() -> None:
     fake = CountingIndexer()
     async with anyio.create_task_group() as group:
-        group.start_soon(
-            partial(
-                keep_indexes_current,
-                fake,  # type: ignore[arg-type]
-                fake,  # type: ignore[arg-type]
-                fake.subscribe(),
-                pass_interval=0.001,
-            )
-        )
+        fake.start(group, pass_interval=0.001)
         for turn in range(1, 6):
             await wait_until(lambda turn=turn: fake.passes == turn)  # type: ignore[misc]
             await anyio.sleep(0.01)
