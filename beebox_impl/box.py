@@ -75,7 +75,7 @@ from beebox_impl.services.send import (
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
-from beebox_impl.store.acceptance import CHAT_SETTLED, AcceptanceStore
+from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.database import BoxDatabase, SqliteQueueStore, database_path
 from beebox_impl.store.session_id import SessionIdFile, session_id_path
 from beebox_impl.transcript import (
@@ -230,11 +230,13 @@ async def _queue_owed_sends(
         _log.info(
             "%d queued message(s) were delivered before the box went down", len(plan.delivered_rows)
         )
-    if plan.owed_texts:
-        await queue.put_first(plan.owed_texts)
-        _log.warning(
-            "sending again %d message(s) recorded but never delivered", len(plan.owed_texts)
-        )
+    await acceptance.unmark_undelivered(plan.unmarked)
+    if plan.owed:
+        await queue.put_first([send.turn_text for send in plan.owed])
+        _log.warning("sending again %d message(s) recorded but never delivered", len(plan.owed))
+    # Their turns' results unmark them, as a send's does.
+    for send in (*plan.owed, *plan.queued):
+        acceptance.deliveries.expect(send.row_id, send.turn_text)
 
 
 class Box:
@@ -324,6 +326,7 @@ class Box:
                 box_root=paths.root,
                 queue_store=database.chat_queue,
                 session_id_store=session_id_store,
+                on_turn_end=acceptance.deliveries.turn_ended,
             ) as session:
                 relayed = session.subscribe()
                 turns = session.subscribe()
@@ -451,8 +454,8 @@ class Box:
         # Recorded first: what the stop drops must not come back after a crash, and a
         # crash right after this line leaves it dropped, as the person asked.
         now = self.clock.now()
-        await self.acceptance.record_event(
-            CHAT_SETTLED, {"reason": reason, "timestamp": to_iso_timestamp(now)}, now=now
+        await self.acceptance.record_settled(
+            {"reason": reason, "timestamp": to_iso_timestamp(now)}, now=now
         )
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:

@@ -95,6 +95,7 @@ __all__ = [
     "AcceptedRowUser",
     "HistoryMarker",
     "ReconcileResult",
+    "accepted_message",
     "accepted_row_from_bus",
     "baseline_for",
     "inject_user_attr",
@@ -369,52 +370,66 @@ def read_accepted_messages(
 
     `rows` are the last `ACCEPTED_SCAN_LIMIT` `chat-user-message` rows, oldest
     first: the caller reads them from the bus (should it pass more, only the
-    newest `ACCEPTED_SCAN_LIMIT` count). `history` is the history returned alongside
-    (uuid and timestamp of each entry). A row is kept when its message is not
-    empty, its session matches, a session-less row's sender matches the viewer,
-    and its timestamp is readable and no older than `now - ACCEPTED_WINDOW`
-    (exactly ten minutes old is still kept). It becomes a user entry
-    `accepted-<rowId>` with one text block (the message, image tokens
-    removed), `user`/`userEmail` from its tag's attributes when present, and
-    `reconcileKnownUuids` from `baseline_for`. Nothing here decides whether the
+    newest `ACCEPTED_SCAN_LIMIT` count). Each becomes an entry by
+    `accepted_message`, or is left out. Nothing here decides whether the
     transcript already holds the message: the client does (`reconcile_pending`).
     """
-    cutoff = _to_milliseconds(now) - ACCEPTED_WINDOW
-    accepted: list[PendingMessage] = []
     # Only the newest ACCEPTED_SCAN_LIMIT rows count (the caller reads no more than that).
-    for row in rows[-ACCEPTED_SCAN_LIMIT:]:
-        # An empty message was never a send.
-        if row["message"] == "":
-            continue
-        # The row belongs to the session asked about.
-        if not matches_session(row["sessionId"], session_id):
-            continue
-        row_email = row["user"]["email"] if row["user"] is not None else None
-        # A session-less row is shown only to its own sender (or to all, if it has none).
-        if row["sessionId"] is None and not matches_user(row_email, viewer_email):
-            continue
-        accepted_at = parse_iso_timestamp(row["timestamp"])
-        # An undatable acceptance, or one older than the window, is no longer owed.
-        if accepted_at is None or accepted_at < cutoff:
-            continue
-        content: list[SessionContentBlock] = [
-            {"type": "text", "text": IMAGE_TOKEN_RE.sub("", row["message"])}
-        ]
-        entry: PendingMessage = {
-            "uuid": f"accepted-{row['id']}",
-            "type": "user",
-            "timestamp": row["timestamp"],
-            "content": content,
-        }
-        user = user_identity(content, "user")
-        user_email = user_identity(content, "user-email")
-        if user is not None:
-            entry["user"] = user
-        if user_email is not None:
-            entry["userEmail"] = user_email
-        entry["reconcileKnownUuids"] = baseline_for(history, accepted_at)
-        accepted.append(entry)
-    return accepted
+    found = (
+        accepted_message(row, session_id, now, viewer_email, history)
+        for row in rows[-ACCEPTED_SCAN_LIMIT:]
+    )
+    return [entry for entry in found if entry is not None]
+
+
+def accepted_message(
+    row: AcceptedRow,
+    session_id: str | None,
+    now: datetime,
+    viewer_email: str | None,
+    history: Sequence[HistoryMarker],
+) -> PendingMessage | None:
+    """One accepted row as the pending user entry `read_accepted_messages` shows, or None.
+
+    A row is kept when its message is not empty, its session matches, a
+    session-less row's sender matches the viewer, and its timestamp is readable
+    and no older than `now - ACCEPTED_WINDOW` (exactly ten minutes old is still
+    kept). It becomes a user entry `accepted-<rowId>` with one text block (the
+    message, image tokens removed), `user`/`userEmail` from its tag's attributes
+    when present, and `reconcileKnownUuids` from `baseline_for`; `history` is the
+    history returned alongside (uuid and timestamp of each entry).
+    """
+    # An empty message was never a send.
+    if row["message"] == "":
+        return None
+    # The row belongs to the session asked about.
+    if not matches_session(row["sessionId"], session_id):
+        return None
+    row_email = row["user"]["email"] if row["user"] is not None else None
+    # A session-less row is shown only to its own sender (or to all, if it has none).
+    if row["sessionId"] is None and not matches_user(row_email, viewer_email):
+        return None
+    accepted_at = parse_iso_timestamp(row["timestamp"])
+    # An undatable acceptance, or one older than the window, is no longer owed.
+    if accepted_at is None or accepted_at < _to_milliseconds(now) - ACCEPTED_WINDOW:
+        return None
+    content: list[SessionContentBlock] = [
+        {"type": "text", "text": IMAGE_TOKEN_RE.sub("", row["message"])}
+    ]
+    entry: PendingMessage = {
+        "uuid": f"accepted-{row['id']}",
+        "type": "user",
+        "timestamp": row["timestamp"],
+        "content": content,
+    }
+    user = user_identity(content, "user")
+    user_email = user_identity(content, "user-email")
+    if user is not None:
+        entry["user"] = user
+    if user_email is not None:
+        entry["userEmail"] = user_email
+    entry["reconcileKnownUuids"] = baseline_for(history, accepted_at)
+    return entry
 
 
 # ---------------------------------------------------------------------------

@@ -11,12 +11,16 @@ texts once their drained turn is sent (their queue rows go then).
 `plan_redelivery` is the rule, for the moment a box opens, before its chat
 session loads its queue:
 
-1. **Candidates** are what the page itself would show as pending
-   (`beebox_spec.reconcile.read_accepted_messages`): the last
-   `ACCEPTED_SCAN_LIMIT` ``chat-user-message`` rows accepted within
+1. **Candidates** are the sends still marked undelivered (rule 5 of
+   `beebox_impl.store.acceptance`: recorded, and no turn that carried them has
+   ended with its result since) that the page itself would show as pending
+   (`beebox_spec.reconcile.accepted_message`): accepted within
    `ACCEPTED_WINDOW`, for the chat's saved session or for none (accepted before
-   the engine assigned an id) — whoever sent them — and recorded after the last
-   stop or reset (`CHAT_SETTLED`): what a stop dropped stays dropped.
+   the engine assigned an id), whoever sent them. However many sends came
+   after them: the page looks at the last `ACCEPTED_SCAN_LIMIT` rows only, and
+   a send still owed when fifty more had come behind it was lost before the
+   mark. (A stop or reset unmarks every send before it: what it dropped stays
+   dropped.)
 2. **Delivered** are those a user turn of the session's transcript (its last
    `TRANSCRIPT_TAIL` entries) holds: the message's very text as a whole part of
    the turn's text (a drained turn joins its texts with ``"\n\n"``), in a turn
@@ -24,24 +28,28 @@ session loads its queue:
    `reconcileKnownUuids`), one part for one send. Stricter than the page's
    containment (`reconcile_pending`), on purpose: a miss here sends a message
    twice, where a false match would lose it — "ok" is not delivered by a later
-   "ok then".
+   "ok then". (Only sends whose turn had not ended are checked: the tail holds
+   them.)
 3. **Queued** are the undelivered ones a persisted queue row will carry (the
    same turn text — the message, and the marker of its photos,
-   `beebox_impl.services.attachments` — matched one row for one message).
+   `beebox_impl.services.attachments` — matched one row for one message; the
+   queue carries the oldest of equal texts).
 4. Every other undelivered candidate is **owed**, oldest first. (A send of photos
    alone is never a candidate: the page's read skips an empty message, and no text
    could show it delivered. One lost in flight stays pending on the page only.)
 5. A queue row of a **delivered** send is retired: the session deletes a drained
    turn's rows only after the engine has the turn, so a box killed in between
    would otherwise send them again.
+6. Marked sends that are delivered, or not candidates (no longer owed), are
+   unmarked; queued and owed ones stay marked until their turn ends.
 
-`Box.open` deletes the retired rows and puts the owed texts at the head of the
-persisted queue (`SqliteQueueStore.put_first`); the session's drain at open
-sends them, with what was queued behind them, as one turn. Delivery is at least
-once: if the box dies again before the transcript holds them, the next open
-finds them owed again. Nothing is owed, and no row retired, once its send is
-older than the window, which bounds how far back the rule looks, as it bounds
-what the page shows pending.
+`Box.open` deletes the retired rows, unmarks, puts the owed texts at the head of
+the persisted queue (`SqliteQueueStore.put_first`), and tells the box's
+`DeliveryLedger` to expect the queued and owed sends; the session's drain at
+open sends them, with what was queued behind them, as one turn. Delivery is at
+least once: if the box dies again before that turn's result, the next open finds
+them owed again. Nothing is owed once its send is older than the window, which
+bounds how far back the rule looks, as it bounds what the page shows pending.
 """
 
 from __future__ import annotations
@@ -53,33 +61,46 @@ from datetime import datetime
 from typing import Final
 
 from beebox_impl.services.attachments import photo_marker
-from beebox_impl.store.acceptance import CHAT_SETTLED, CHAT_USER_MESSAGE, AcceptanceStore
+from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.chat_session import QUEUE_SEPARATOR
 from beebox_spec.entries import PendingMessage, SessionEntry, entry_text
 from beebox_spec.reconcile import (
-    ACCEPTED_SCAN_LIMIT,
     AcceptedRow,
     HistoryMarker,
+    accepted_message,
     accepted_row_from_bus,
-    read_accepted_messages,
 )
 
-__all__ = ["TRANSCRIPT_TAIL", "Redelivery", "plan_redelivery"]
+__all__ = ["TRANSCRIPT_TAIL", "Redelivery", "UndeliveredSend", "plan_redelivery"]
 
 # How many of the transcript's last entries the delivered check reads: more than the
-# user turns that fifty sends within ten minutes could have made.
+# user turns the sends whose turn had not ended could have made.
 TRANSCRIPT_TAIL: Final = 1000
 
 ReadTail = Callable[[str], Awaitable[list[SessionEntry]]]
 
 
 @dataclass(frozen=True, slots=True)
-class Redelivery:
-    """What a box does as it opens: texts to send first, queue rows already delivered."""
+class UndeliveredSend:
+    """A recorded send not delivered yet: its bus row and the text its turn takes."""
 
-    owed_texts: list[str]
+    row_id: int
+    turn_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Redelivery:
+    """What a box does as it opens (see the module doc)."""
+
+    # Rule 4: to put at the head of the queue, oldest first.
+    owed: list[UndeliveredSend]
+    # Rule 3: carried by a queue row already.
+    queued: list[UndeliveredSend]
+    # Rule 5: queue rows to delete.
     delivered_rows: list[int]
+    # Rule 6: bus rows to unmark.
+    unmarked: list[int]
 
 
 async def plan_redelivery(
@@ -90,19 +111,14 @@ async def plan_redelivery(
     queued: Sequence[QueuedRow],
     now: datetime,
 ) -> Redelivery:
-    """The owed sends, oldest first, and the delivered queue rows (see the module doc).
+    """The owed and queued sends, the delivered queue rows, the rows to unmark.
 
     `read_tail(session_id)` answers the last `TRANSCRIPT_TAIL` entries of that
     session's transcript (none when it has none); `queued` is the persisted queue.
     """
-    bus_rows = await acceptance.recent_events(CHAT_USER_MESSAGE, ACCEPTED_SCAN_LIMIT)
-    settled = await acceptance.recent_events(CHAT_SETTLED, 1)
-    settled_up_to = settled[-1].row_id if settled else 0
     rows = {
         row.row_id: accepted_row_from_bus(row.row_id, row.payload)
-        for row in bus_rows
-        # A stop or reset settled every send before it: delivered, or dropped on purpose.
-        if row.row_id > settled_up_to
+        for row in await acceptance.undelivered_messages()
     }
     entries = await read_tail(session_id) if session_id is not None else []
     markers: list[HistoryMarker] = [
@@ -116,22 +132,29 @@ async def plan_redelivery(
     }
     owed = Counter(turn_texts[row_id] for row_id in undelivered)
     delivered = Counter(text for row_id, text in turn_texts.items() if row_id not in undelivered)
+    carried: Counter[str] = Counter()
     delivered_rows: list[int] = []
     for row in queued:
         # An undelivered send's own row: the drain carries it.
         if owed[row.text]:
             owed[row.text] -= 1
+            carried[row.text] += 1
         elif delivered[row.text]:
             delivered[row.text] -= 1
             delivered_rows.append(row.row_id)
-    owed_texts: list[str] = []
-    for row_id in sorted(undelivered):
-        text = turn_texts[row_id]
-        # What the queue does not carry is owed (the queue took the oldest matches).
-        if owed[text]:
-            owed[text] -= 1
-            owed_texts.append(text)
-    return Redelivery(owed_texts, delivered_rows)
+    plan = Redelivery(owed=[], queued=[], delivered_rows=delivered_rows, unmarked=[])
+    for row_id in sorted(rows):
+        if row_id not in undelivered:
+            plan.unmarked.append(row_id)
+            continue
+        send = UndeliveredSend(row_id, turn_texts[row_id])
+        # The queue took the oldest of equal texts; what it does not carry is owed.
+        if carried[send.turn_text]:
+            carried[send.turn_text] -= 1
+            plan.queued.append(send)
+        else:
+            plan.owed.append(send)
+    return plan
 
 
 async def _turn_text(acceptance: AcceptanceStore, row: AcceptedRow) -> str:
@@ -174,17 +197,19 @@ def _undelivered(
 def _candidates(
     rows: list[AcceptedRow], session_id: str | None, now: datetime, markers: list[HistoryMarker]
 ) -> list[PendingMessage]:
-    # The page's pending read for the session, and for no session — each session-less
-    # row as its own sender sees it (the read shows such a row to its sender only).
-    found = read_accepted_messages(rows, session_id, now, None, markers)
-    if session_id is not None:
-        found += read_accepted_messages(rows, None, now, None, markers)
-    senders = {row["user"]["email"] for row in rows if row["user"] is not None}
-    for sender in sorted(senders):
-        found += read_accepted_messages(rows, None, now, sender, markers)
-    unique = {pending["uuid"]: pending for pending in found}
+    # The page's pending rule for the session; a session-less row (accepted before the
+    # engine assigned an id) as its own sender reads it, for no session.
+    found: list[PendingMessage] = []
+    for row in rows:
+        session, sender = session_id, None
+        if row["sessionId"] is None:
+            session = None
+            sender = row["user"]["email"] if row["user"] is not None else None
+        pending = accepted_message(row, session, now, sender, markers)
+        if pending is not None:
+            found.append(pending)
     # Oldest first, by the order the rows were accepted in.
-    return sorted(unique.values(), key=lambda pending: _row_id(pending["uuid"]))
+    return sorted(found, key=lambda pending: _row_id(pending["uuid"]))
 
 
 def _row_id(pending_uuid: str) -> int:

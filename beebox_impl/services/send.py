@@ -487,6 +487,8 @@ class ChatSendService:
         if request.images:
             self._photo_bytes[recorded.row_id] = sum(len(photo.data) for photo in request.images)
         turn_text = message + (photo_marker(recorded.row_id) if request.images else "")
+        # Before the hand-over: the turn may end before it returns.
+        self._acceptance.deliveries.expect(recorded.row_id, turn_text)
         try:
             return await self._hand_over(turn_text, recorded.row_id)
         except Exception as error:

@@ -114,12 +114,16 @@ from beebox_spec.lifecycle import (
 )
 from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
-__all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook"]
+__all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook", "TurnEndHook"]
 
 _log = logging.getLogger(__name__)
 
 # Called with a finished turn's text, after busy flipped off (rule 5).
 FeatureDeltaHook = Callable[[str], None]
+# Called with the texts a turn carried when it ends: True when with its result (the
+# engine has them in its transcript), False when its run ended first (ours; the box's
+# `DeliveryLedger.turn_ended`).
+TurnEndHook = Callable[[tuple[str, ...], bool], None]
 
 
 @dataclass(eq=False)
@@ -193,6 +197,7 @@ class ChatSession:
         task_group: TaskGroup,
         model: str | None = None,
         apply_feature_deltas: FeatureDeltaHook | None = None,
+        on_turn_end: TurnEndHook | None = None,
     ) -> None:
         self._engine = engine
         self._box_root = box_root
@@ -201,12 +206,15 @@ class ChatSession:
         self._task_group = task_group
         self._model = model
         self._apply_feature_deltas = apply_feature_deltas
+        self._on_turn_end = on_turn_end
         self._lifecycle: Lifecycle[ChatRun] = IDLE
         self._session_id: str | None = None
         self._queue: list[_QueuedText] = []
         self._first_turn: list[_QueuedText] = []
         self._first_turn_drained = False
         self._turn_text = ""
+        # The texts of the turn in flight, for `on_turn_end`.
+        self._turn_texts: tuple[str, ...] = ()
         self._runs_started = 0
         self._closed = False
         self._events = EventFanout[ChatEvent]()
@@ -224,6 +232,7 @@ class ChatSession:
         session_id_store: SessionIdStore,
         model: str | None = None,
         apply_feature_deltas: FeatureDeltaHook | None = None,
+        on_turn_end: TurnEndHook | None = None,
     ) -> AsyncIterator[ChatSession]:
         """Open the box's chat: load its session id and queue; a non-empty queue (left by
         a crash) drains into a fresh run at once. On exit the session's tasks are
@@ -239,6 +248,7 @@ class ChatSession:
                     task_group=task_group,
                     model=model,
                     apply_feature_deltas=apply_feature_deltas,
+                    on_turn_end=on_turn_end,
                 )
                 task_group.start_soon(session._writer.run, name="chat session store writer")
                 try:
@@ -422,6 +432,7 @@ class ChatSession:
         if handle is not None:
             self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
             self._turn_text = ""
+            self._turn_texts = tuple(entry.text for entry in entries)
             return True, _SendTurn(handle, tuple(entries))
         self._lifecycle = next_lifecycle(self._lifecycle, Starting())
         self._runs_started += 1
@@ -465,6 +476,7 @@ class ChatSession:
         self._first_turn, self._first_turn_drained, self._queue = [], False, []
         self._lifecycle = next_lifecycle(ready, Streaming(handle))
         self._turn_text = ""
+        self._turn_texts = tuple(entry.text for entry in entries)
         return _SendTurn(handle, entries)
 
     def _run_failed_to_open(self, reason: str) -> StartFailed:
@@ -476,6 +488,9 @@ class ChatSession:
             self._queue = [*first_turn, *self._queue]
             return StartFailed(reason, None)
         (caller_text,) = first_turn
+        # The caller's text was to be the run's first turn: that turn ends undelivered.
+        self._turn_texts = (caller_text.text,)
+        self._turn_ended(delivered=False)
         return StartFailed(reason, caller_text.text)
 
     def _take_session_id(self, message: AdaptedMessage) -> str | None:
@@ -489,6 +504,7 @@ class ChatSession:
     def _turn_finished(self) -> _Plan:
         """Rule 5, in its order: busy off, done, turn text and features, drain."""
         self._lifecycle = after_turn_result(self._lifecycle)
+        self._turn_ended(delivered=True)
         self._events.publish(Done())
         if self._turn_text:
             self._events.publish(TurnText(self._turn_text))
@@ -500,6 +516,7 @@ class ChatSession:
         self._require_current(handle, "closed")
         intentional = isinstance(self._lifecycle, Stopping)
         self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
+        self._turn_ended(delivered=False)
         self._events.publish(Closed(0 if intentional else None))
         if intentional:
             return None
@@ -509,6 +526,16 @@ class ChatSession:
         # The session never lets go of a run before its close: anything else is a bug.
         if lifecycle_run(self._lifecycle) is not handle:
             raise InvariantError(f"run {handle.number} {what} while {self._lifecycle.phase}")
+
+    def _turn_ended(self, *, delivered: bool) -> None:
+        texts, self._turn_texts = self._turn_texts, ()
+        if not texts or self._on_turn_end is None:
+            return
+        try:
+            self._on_turn_end(texts, delivered)
+        except Exception as error:
+            # As with the feature deltas: the turn's end goes on.
+            _log.warning("reporting the end of a turn failed: %r", error)
 
     def _feature_deltas(self, turn_text: str) -> None:
         if self._apply_feature_deltas is None:

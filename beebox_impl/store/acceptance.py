@@ -23,6 +23,16 @@ The rules
    are the send service's concern: the second waits for the first's answer.)
 4. **The bus is read newest-last.** `recent_events` returns the last *n* rows of
    one event, oldest first, as the original's ``eventBus.readRecent`` does.
+5. **Undelivered until seen delivered** (ours). The same transaction marks the
+   send undelivered (``chat_undelivered``). The box learns a send was delivered
+   when the turn that carried it ends with its result — by then the engine has
+   written it to its transcript — and `DeliveryLedger` keeps that news until
+   the next send's transaction takes the mark off (one write less per turn; a
+   crash in between only leaves the mark for the next open to check against the
+   transcript). A deliberate stop or reset (`record_settled`) takes every earlier
+   mark off: what it dropped, it dropped on purpose. So when a box opens, the
+   marked sends are exactly the ones it may still owe
+   (`beebox_impl.services.redelivery`), however many sends came after them.
 
 Photos are kept (``chat_attachments``) because the turn that carries them to the
 engine may start later than the answer — after a queue drain, or after a
@@ -34,7 +44,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -51,6 +63,7 @@ __all__ = [
     "AlreadyClaimed",
     "Attachment",
     "BusRow",
+    "DeliveryLedger",
     "Recorded",
     "epoch_ms",
 ]
@@ -119,13 +132,84 @@ def _insert_bus_row(connection: sqlite3.Connection, event: str, text: str, now_m
     return cursor.lastrowid
 
 
+class DeliveryLedger:
+    """Rule 5's news: which recorded sends were delivered, until the record says so.
+
+    The send service says what it handed the session (`expect`: the bus row and
+    the turn text); the chat session says which texts a turn carried when it
+    ended (`turn_ended`); the next send's transaction takes the delivered rows
+    (`take_delivered`). A text is matched to the oldest row expecting that very
+    text: two sends of one text are delivered in the order they were handed
+    over. Used from the loop and from the host's threads: every call holds a
+    lock, and none waits on anything else.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._expected: dict[str, deque[int]] = {}
+        self._delivered: list[int] = []
+
+    def expect(self, row_id: int, turn_text: str) -> None:
+        """The send recorded as ``row_id`` was handed to the session as ``turn_text``."""
+        with self._lock:
+            self._expected.setdefault(turn_text, deque()).append(row_id)
+
+    def turn_ended(self, texts: Sequence[str], delivered: bool) -> None:
+        """A turn of ``texts`` ended: with its result (``delivered``) or with its run.
+
+        A turn whose run ended first is not known delivered: its sends stay
+        marked, and the next open checks them against the transcript.
+        """
+        with self._lock:
+            for text in texts:
+                rows = self._expected.get(text)
+                # A text nobody expects: a caller's own `ChatSession.send`.
+                if rows is None:
+                    continue
+                row_id = rows.popleft()
+                if not rows:
+                    del self._expected[text]
+                if delivered:
+                    self._delivered.append(row_id)
+
+    def take_delivered(self) -> list[int]:
+        """The rows seen delivered since the last take; the caller unmarks them."""
+        with self._lock:
+            taken, self._delivered = self._delivered, []
+            return taken
+
+    def give_back(self, row_ids: Iterable[int]) -> None:
+        """Rows taken by a write that failed: the next write unmarks them."""
+        with self._lock:
+            self._delivered.extend(row_ids)
+
+    def forget_before(self, row_id: int) -> None:
+        """A stop or reset settled every send recorded before ``row_id``."""
+        with self._lock:
+            self._delivered = [row for row in self._delivered if row > row_id]
+            for text in list(self._expected):
+                rows = deque(row for row in self._expected[text] if row > row_id)
+                if rows:
+                    self._expected[text] = rows
+                else:
+                    del self._expected[text]
+
+
+def _unmark(connection: sqlite3.Connection, row_ids: Sequence[int]) -> None:
+    connection.executemany(
+        "DELETE FROM chat_undelivered WHERE bus_row_id = ?", [(row_id,) for row_id in row_ids]
+    )
+
+
 def _user_message_record(
     payload: JsonObject,
     message_id: str | None,
     now: datetime,
     attachments: Sequence[Attachment],
+    delivered: Sequence[int],
 ) -> Callable[[sqlite3.Connection], Recorded | AlreadyClaimed]:
-    """Rules 1–3 as one transaction's work (the caller runs it in a write transaction)."""
+    """Rules 1–3 and 5 as one transaction's work (the caller runs it in a write
+    transaction); ``delivered`` are the rows seen delivered since the last send."""
     now_ms = epoch_ms(now)
     expired_before = now_ms - int(MESSAGE_ID_TTL.total_seconds() * 1000)
     # Encoded before the transaction: a payload JSON cannot hold fails with nothing begun.
@@ -133,6 +217,8 @@ def _user_message_record(
     photos = tuple(attachments)
 
     def record(connection: sqlite3.Connection) -> Recorded | AlreadyClaimed:
+        # Rule 5: what the ledger saw delivered is unmarked, whatever this send is.
+        _unmark(connection, delivered)
         # Rule 2: expired claims (and their photos) go first.
         connection.execute("DELETE FROM message_claims WHERE claimed_at_ms < ?", (expired_before,))
         connection.execute(
@@ -161,6 +247,7 @@ def _user_message_record(
                 " VALUES (?, ?, ?)",
                 (message_id, now_ms, row_id),
             )
+        connection.execute("INSERT INTO chat_undelivered (bus_row_id) VALUES (?)", (row_id,))
         return Recorded(row_id)
 
     return record
@@ -171,6 +258,7 @@ class AcceptanceStore:
 
     def __init__(self, database: BoxDatabase) -> None:
         self._database = database
+        self.deliveries = DeliveryLedger()
 
     async def record_user_message(
         self,
@@ -180,9 +268,15 @@ class AcceptanceStore:
         now: datetime,
         attachments: Sequence[Attachment] = (),
     ) -> Recorded | AlreadyClaimed:
-        """Rules 1–3: record the send and claim its id in one committed transaction."""
-        record = _user_message_record(payload, message_id, now, attachments)
-        return await self._database.write(record)
+        """Rules 1–3 and 5: record the send, claim its id and mark it undelivered in
+        one committed transaction."""
+        delivered = self.deliveries.take_delivered()
+        record = _user_message_record(payload, message_id, now, attachments, delivered)
+        try:
+            return await self._database.write(record)
+        except BaseException:
+            self.deliveries.give_back(delivered)
+            raise
 
     def record_user_message_blocking(
         self,
@@ -193,8 +287,42 @@ class AcceptanceStore:
         attachments: Sequence[Attachment] = (),
     ) -> Recorded | AlreadyClaimed:
         """`record_user_message` in the calling thread (`BoxDatabase.write_blocking`)."""
-        record = _user_message_record(payload, message_id, now, attachments)
-        return self._database.write_blocking(record)
+        delivered = self.deliveries.take_delivered()
+        record = _user_message_record(payload, message_id, now, attachments, delivered)
+        try:
+            return self._database.write_blocking(record)
+        except BaseException:
+            self.deliveries.give_back(delivered)
+            raise
+
+    async def record_settled(self, payload: JsonObject, *, now: datetime) -> int:
+        """Rule 5: write a `CHAT_SETTLED` row and unmark every send before it, at once."""
+        text, now_ms = _payload_text(payload), epoch_ms(now)
+
+        def settle(connection: sqlite3.Connection) -> int:
+            row_id = _insert_bus_row(connection, CHAT_SETTLED, text, now_ms)
+            connection.execute("DELETE FROM chat_undelivered WHERE bus_row_id < ?", (row_id,))
+            return row_id
+
+        row_id = await self._database.write(settle)
+        self.deliveries.forget_before(row_id)
+        return row_id
+
+    async def undelivered_messages(self) -> list[BusRow]:
+        """Rule 5: the sends still marked undelivered, oldest first."""
+        rows = await self._database.read(
+            lambda c: c.execute(
+                "SELECT id, event, payload FROM bus_events"
+                " JOIN chat_undelivered ON bus_row_id = id ORDER BY id"
+            ).fetchall()
+        )
+        return [BusRow(int(row_id), str(name), _parse(text)) for row_id, name, text in rows]
+
+    async def unmark_undelivered(self, row_ids: Sequence[int]) -> None:
+        """Rule 5: take the mark off ``row_ids`` (delivered, or no longer owed)."""
+        rows = list(row_ids)
+        if rows:
+            await self._database.write(lambda connection: _unmark(connection, rows))
 
     async def record_event(self, event: str, payload: JsonObject, *, now: datetime) -> int:
         """Write a bus row of ``event`` (committed on return); its row id."""

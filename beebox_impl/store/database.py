@@ -25,6 +25,10 @@ Version 2 adds the acceptance record (`beebox_impl.store.acceptance`):
 - ``message_claims`` — durable message-id claims, one row per id;
 - ``chat_attachments`` — the photos a send carried, until its turn takes them.
 
+Version 3 adds ``chat_undelivered``: the sends recorded and not yet seen
+delivered, one row per ``chat-user-message`` bus row (rule 5 of
+`beebox_impl.store.acceptance`).
+
 Threads
 -------
 
@@ -112,6 +116,18 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             PRIMARY KEY (bus_row_id, position)
         )""",
         "CREATE INDEX chat_attachments_by_age ON chat_attachments (created_at_ms)",
+    ),
+    # Version 3: the sends not yet seen delivered (`beebox_impl.store.acceptance`).
+    (
+        "CREATE TABLE chat_undelivered (bus_row_id INTEGER PRIMARY KEY)",
+        # A box from before kept no such record. Its last fifty sends since its last
+        # stop or reset are what it looked at before for sends it still owed.
+        """INSERT INTO chat_undelivered (bus_row_id)
+            SELECT id FROM bus_events
+            WHERE event = 'chat-user-message' AND id > (
+                SELECT coalesce(max(id), 0) FROM bus_events WHERE event = 'chat-settled'
+            )
+            ORDER BY id DESC LIMIT 50""",
     ),
 )
 

@@ -17,6 +17,7 @@ import pytest
 
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
+from beebox_impl.engine.messages import result_message
 from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.services.send import Queued, SendRequest, TurnStarted
 from beebox_impl.session.clock import ManualClock
@@ -228,3 +229,51 @@ async def test_what_a_stop_or_reset_dropped_stays_dropped(tmp_path: Path, drop: 
         await start_turn(box, engine, SendRequest("after"))
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["after"]
+
+
+async def test_a_send_owed_behind_more_than_fifty_others_is_still_sent_again(
+    tmp_path: Path,
+) -> None:
+    # The page looks at the last fifty sends only; a box that did too lost a send
+    # in flight once fifty more had queued behind it (issue 9's kill harness found it).
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    behind = [f"queued {index}" for index in range(60)]
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        await start_turn(box, engine, SendRequest("lost in flight"))
+        for text in behind:
+            assert await box.send(SendRequest(text)) == Queued()
+    again = ScriptedEngine(start_mode="accept")
+    turns = await open_and_settle(tmp_path / "box", again, clock, tmp_path)
+    assert turns == ["\n\n".join(["lost in flight", *behind])]
+
+
+async def test_a_turn_that_ended_with_its_result_is_owed_no_more_whatever_the_transcript(
+    tmp_path: Path,
+) -> None:
+    # The engine's result says the turn was delivered (a scripted engine writes no
+    # transcript, so only the mark can tell); the next send records it.
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        await start_turn(box, engine, SendRequest("answered"))
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await wait_until(lambda: not box.session.busy)
+        await start_turn(box, engine, SendRequest("lost in flight"))
+        marked = [row.row_id for row in await box.acceptance.undelivered_messages()]
+        assert len(marked) == 1
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["lost in flight"]
+
+
+async def test_a_box_unmarks_what_it_found_delivered_or_no_longer_owed(tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
+        # Delivered, but no later send recorded the news before the box went down.
+        assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
+        await wait_idle(box)
+        assert len(await box.acceptance.undelivered_messages()) == 1
+    await open_and_settle(tmp_path / "box", ScriptedEngine(start_mode="accept"), clock, projects)
+    async with opened(tmp_path, ScriptedEngine(start_mode="accept"), clock, projects) as box:
+        assert await box.acceptance.undelivered_messages() == []

@@ -278,3 +278,46 @@ async def test_queue_writes_waiting_together_are_one_write(tmp_path: Path) -> No
         # One write for "b"; then one for the rest: "b"'s row goes, "c" and "d" never came.
         assert store.writes == [([], ["b"]), ([1], [])]
         assert store.texts == ()
+
+
+async def test_a_turns_end_is_reported_with_its_texts_and_whether_it_had_its_result() -> None:
+    # The box's delivery ledger hears which texts a turn carried and how it ended.
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    engine = ScriptedEngine()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=InMemoryQueueStore(),
+        session_id_store=InMemorySessionIdStore(),
+        on_turn_end=lambda texts, delivered: ended.append((texts, delivered)),
+    ) as session:
+        # A start that fails ends its caller's first turn undelivered.
+        assert await session.send("a")
+        await settle()
+        engine.fail_start("no binary")
+        await settle()
+        assert ended == [(("a",), False)]
+        # A first turn with what queued behind it, ended by its result.
+        assert await session.send("b")
+        await session.enqueue("c")
+        engine.accept_start()
+        await settle()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        assert ended[1:] == [(("b", "c"), True)]
+        # A turn on the open run, ended by its run's death: not delivered.
+        assert await session.send("d")
+        await settle()
+        await engine.last_run.end()
+        await settle()
+        assert ended[2:] == [(("d",), False)]
+        # A result with no turn in flight, and a close with none, report nothing.
+        assert await session.send("e")
+        await settle()
+        engine.accept_start()
+        await settle()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-3"))
+        await session.stop()
+        await settle()
+        assert ended[3:] == [(("e",), True)]
