@@ -64,6 +64,12 @@ the session's `StoreWriter` and those waiting together go as one store write
 (`_write_queue`): a text drained into a turn that went out before its row was
 written is never written (the store ends as it would have), and an enqueue
 fails with its batch's write, the deletions in it included.
+
+``on_turn_end`` (ours; the box's `DeliveryLedger`) hears the texts of every turn
+as it ends: with its result (the engine has them in its transcript) or with its
+run. It hears a turn that had queue rows only once their deletion is written (it
+goes through the writer behind it), so a send it counts delivered has no row left
+to send it again after a crash.
 """
 
 from __future__ import annotations
@@ -161,16 +167,31 @@ class _Delivered:
     entries: tuple[_QueuedText, ...]
 
 
+@dataclass(eq=False)
+class _Turn:
+    """A turn taken, until `on_turn_end` has heard how it ended.
+
+    The end is told once the turn has ended (``ended``: True with its result) and
+    its send is done (``send_done``: its queue rows' deletion submitted, or kept
+    for a retry), through the store writer when it had rows: the box may count a
+    send delivered only once no queue row is left to send it again.
+    """
+
+    entries: tuple[_QueuedText, ...]
+    send_done: bool = False
+    ended: bool | None = None
+
+
 @dataclass(frozen=True)
 class _SendTurn:
-    """I/O half of a step: send ``entries`` as one turn on ``handle``."""
+    """I/O half of a step: send ``turn`` on ``handle``."""
 
     handle: ChatRun
-    entries: tuple[_QueuedText, ...]
+    turn: _Turn
 
     @property
     def text(self) -> str:
-        return combine_queued_texts(tuple(entry.text for entry in self.entries))
+        return combine_queued_texts(tuple(entry.text for entry in self.turn.entries))
 
 
 @dataclass(frozen=True)
@@ -182,6 +203,14 @@ class _StartRun:
 
 
 _Plan = _SendTurn | _StartRun | None
+
+
+def _call_turn_end_hook(hook: TurnEndHook, texts: tuple[str, ...], delivered: bool) -> None:
+    try:
+        hook(texts, delivered)
+    except Exception as error:
+        # As with the feature deltas: the turn's end goes on.
+        _log.warning("reporting the end of a turn failed: %r", error)
 
 
 class ChatSession:
@@ -213,8 +242,8 @@ class ChatSession:
         self._first_turn: list[_QueuedText] = []
         self._first_turn_drained = False
         self._turn_text = ""
-        # The texts of the turn in flight, for `on_turn_end`.
-        self._turn_texts: tuple[str, ...] = ()
+        # The turn in flight, for `on_turn_end`.
+        self._turn: _Turn | None = None
         self._runs_started = 0
         self._closed = False
         self._events = EventFanout[ChatEvent]()
@@ -351,7 +380,10 @@ class ChatSession:
         if isinstance(plan, _SendTurn):
             # A caller's turn that cannot reach the engine is the caller's to hear about.
             # The engine's send checkpoints (engine protocol): the call has yielded.
-            await plan.handle.run.send(plan.text)
+            try:
+                await plan.handle.run.send(plan.text)
+            finally:
+                self._send_done(plan.turn)
             return
         # Starting a run (or refusing) does not yield: `_perform` only spawns the start.
         await self._perform(plan)
@@ -432,8 +464,8 @@ class ChatSession:
         if handle is not None:
             self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
             self._turn_text = ""
-            self._turn_texts = tuple(entry.text for entry in entries)
-            return True, _SendTurn(handle, tuple(entries))
+            self._turn = _Turn(tuple(entries))
+            return True, _SendTurn(handle, self._turn)
         self._lifecycle = next_lifecycle(self._lifecycle, Starting())
         self._runs_started += 1
         self._first_turn = list(entries)
@@ -476,8 +508,8 @@ class ChatSession:
         self._first_turn, self._first_turn_drained, self._queue = [], False, []
         self._lifecycle = next_lifecycle(ready, Streaming(handle))
         self._turn_text = ""
-        self._turn_texts = tuple(entry.text for entry in entries)
-        return _SendTurn(handle, entries)
+        self._turn = _Turn(entries)
+        return _SendTurn(handle, self._turn)
 
     def _run_failed_to_open(self, reason: str) -> StartFailed:
         """Rule 2: back to ``idle``; drained texts go back to the head of the queue."""
@@ -489,7 +521,7 @@ class ChatSession:
             return StartFailed(reason, None)
         (caller_text,) = first_turn
         # The caller's text was to be the run's first turn: that turn ends undelivered.
-        self._turn_texts = (caller_text.text,)
+        self._turn = _Turn((caller_text,), send_done=True)
         self._turn_ended(delivered=False)
         return StartFailed(reason, caller_text.text)
 
@@ -528,14 +560,27 @@ class ChatSession:
             raise InvariantError(f"run {handle.number} {what} while {self._lifecycle.phase}")
 
     def _turn_ended(self, *, delivered: bool) -> None:
-        texts, self._turn_texts = self._turn_texts, ()
-        if not texts or self._on_turn_end is None:
+        turn, self._turn = self._turn, None
+        if turn is None:
             return
-        try:
-            self._on_turn_end(texts, delivered)
-        except Exception as error:
-            # As with the feature deltas: the turn's end goes on.
-            _log.warning("reporting the end of a turn failed: %r", error)
+        turn.ended = delivered
+        if turn.send_done:
+            self._tell_turn_end(turn)
+
+    def _tell_turn_end(self, turn: _Turn) -> None:
+        """`_Turn`: tell ``on_turn_end``, behind the deletion of the turn's rows if any."""
+        hook, delivered = self._on_turn_end, turn.ended
+        if hook is None or delivered is None:
+            return
+        texts = tuple(entry.text for entry in turn.entries)
+        if not any(entry.persisted for entry in turn.entries):
+            _call_turn_end_hook(hook, texts, delivered)
+            return
+
+        async def tell() -> None:
+            _call_turn_end_hook(hook, texts, delivered)
+
+        self._writer.submit(tell)
 
     def _feature_deltas(self, turn_text: str) -> None:
         if self._apply_feature_deltas is None:
@@ -578,13 +623,21 @@ class ChatSession:
             await self._send_turn(plan)
 
     async def _send_turn(self, plan: _SendTurn) -> None:
+        turn = plan.turn
         try:
             await plan.handle.run.send(plan.text)
         except Exception as error:
             # The run is dying; its close handler follows. The rows stay, so a restart retries.
             _log.warning("sending a turn on run %d failed: %r", plan.handle.number, error)
-            return
-        self._delete_rows(plan.entries)
+        else:
+            self._delete_rows(turn.entries)
+        self._send_done(turn)
+
+    def _send_done(self, turn: _Turn) -> None:
+        turn.send_done = True
+        # The turn may have ended (its result read) while its send was returning.
+        if turn.ended is not None:
+            self._tell_turn_end(turn)
 
     def _delete_rows(self, entries: Sequence[_QueuedText]) -> None:
         if any(entry.persisted for entry in entries):

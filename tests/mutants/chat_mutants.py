@@ -16,6 +16,7 @@ from beebox_impl.session.chat import (
     _QueuedText,
     _SendTurn,
     _StartRun,
+    _Turn,
 )
 from beebox_impl.session.events import Closed, Done, StartFailed, TurnText
 from beebox_spec.lifecycle import (
@@ -58,7 +59,8 @@ class FirstTurnLeavesTheQueue(ChatSession):
         self._first_turn, self._first_turn_drained = [], False
         self._lifecycle = next_lifecycle(ready, Streaming(handle))
         self._turn_text = ""
-        return _SendTurn(handle, entries)
+        self._turn = _Turn(entries)
+        return _SendTurn(handle, self._turn)
 
 
 class SecondRunInTheCloseWindow(ChatSession):

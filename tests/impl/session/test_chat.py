@@ -321,3 +321,35 @@ async def test_a_turns_end_is_reported_with_its_texts_and_whether_it_had_its_res
         await session.stop()
         await settle()
         assert ended[3:] == [(("e",), True)]
+
+
+async def test_a_turns_end_is_told_only_once_its_queue_rows_are_deleted(tmp_path: Path) -> None:
+    # Told earlier, the box could count a send delivered while a queue row that would
+    # send it again after a crash is still on disk.
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    engine = ScriptedEngine(start_mode="accept")
+    store = GatedQueueStore()
+    store.gate.set()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=tmp_path,
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+        on_turn_end=lambda texts, delivered: ended.append((texts, delivered)),
+    ) as session:
+        assert await session.send("a")
+        await settle()
+        await session.enqueue("b")
+        store.gate = anyio.Event()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        # "b" went out as the next turn; its row's deletion waits at the gate.
+        assert engine.last_run.sent == ["a", "b"]
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
+        await settle()
+        told_before_the_deletion = list(ended)
+        store.gate.set()
+        await settle()
+        assert told_before_the_deletion == [(("a",), True)]
+        assert ended == [(("a",), True), (("b",), True)]
+        assert store.texts == ()
