@@ -130,6 +130,13 @@ def load(session: nox.Session) -> None:
     session.run("python", "bench/load.py", *session.posargs)
 
 
+@nox.session(name="held-objects")
+def held_objects(session: nox.Session) -> None:
+    """What the box's Python heap holds under load, sampled in its own process (5 minutes)."""
+    install(session)
+    session.run("python", "bench/held_objects.py", *session.posargs)
+
+
 @nox.session
 def faults(session: nox.Session) -> None:
     """kill -9 cycles under load, a full disk, a misbehaving engine (long; not in CI)."""
