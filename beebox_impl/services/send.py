@@ -504,6 +504,9 @@ class ChatSendService:
             raise
         except Exception:
             # The open run is dying; queued, the text rides the fresh run its close starts.
+            # The dying run's turn ends undelivered and takes the ledger's expectation
+            # with it: the fresh run's turn is the one to deliver it.
+            self._acceptance.deliveries.expect(row_id, turn_text)
             await self._session.enqueue(turn_text)
             return Queued()
         if not accepted:

@@ -172,6 +172,12 @@ class DeliveryLedger:
                 if delivered:
                     self._delivered.append(row_id)
 
+    @property
+    def delivered_waiting(self) -> int:
+        """How many delivered rows wait for the next send to unmark them."""
+        with self._lock:
+            return len(self._delivered)
+
     def take_delivered(self) -> list[int]:
         """The rows seen delivered since the last take; the caller unmarks them."""
         with self._lock:

@@ -18,7 +18,8 @@ import pytest
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.messages import result_message
-from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.engine.protocol import StartOptions, TurnContent
+from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 from beebox_impl.services.send import Queued, SendRequest, TurnStarted
 from beebox_impl.session.clock import ManualClock
 from beebox_impl.store.acceptance import Attachment
@@ -277,3 +278,46 @@ async def test_a_box_unmarks_what_it_found_delivered_or_no_longer_owed(tmp_path:
     await open_and_settle(tmp_path / "box", ScriptedEngine(start_mode="accept"), clock, projects)
     async with opened(tmp_path, ScriptedEngine(start_mode="accept"), clock, projects) as box:
         assert await box.acceptance.undelivered_messages() == []
+
+
+class _SecondSendFails(ScriptedEngine):
+    """The second turn sent fails, as on a run that is dying."""
+
+    def __init__(self) -> None:
+        super().__init__(start_mode="accept")
+        self.sends = 0
+
+    async def start(self, options: StartOptions) -> ScriptedRun:
+        run = await super().start(options)
+        original = run.send
+
+        async def send(content: TurnContent) -> None:
+            self.sends += 1
+            if self.sends == 2:
+                raise RuntimeError("the run is dying")
+            await original(content)
+
+        run.send = send  # type: ignore[method-assign]
+        return run
+
+
+async def test_a_send_a_dying_run_refused_is_unmarked_by_the_fresh_runs_result(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock(START)
+    engine = _SecondSendFails()
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        await start_turn(box, engine, SendRequest("first"))
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await wait_until(lambda: not box.session.busy)
+        # The open run fails the send: queued for the fresh run its close starts.
+        assert await box.send(SendRequest("refused")) == Queued()
+        await engine.last_run.end()
+        await wait_until(lambda: len(engine.runs) == 2 and engine.runs[1].sent == ["refused"])
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
+        # Its queue row goes first, then the ledger hears of the turn's end.
+        await wait_until(lambda: box.acceptance.deliveries.delivered_waiting == 1)
+        # The next send's transaction records it ("first" went with "refused"'s own).
+        await start_turn(box, engine, SendRequest("last"))
+        marked = await box.acceptance.undelivered_messages()
+        assert [row.payload["message"] for row in marked] == ["last"]  # type: ignore[index, call-overload]

@@ -54,7 +54,9 @@ def test_the_ledger_matches_texts_to_the_oldest_row_expecting_them() -> None:
     ledger.expect(3, "ok")
     # A turn of two texts, one of them the first "ok"; a text nobody expects is ignored.
     ledger.turn_ended(("ok", "other", "a caller's own"), True)
+    assert ledger.delivered_waiting == 2
     assert ledger.take_delivered() == [1, 2]
+    assert ledger.delivered_waiting == 0
     assert ledger.take_delivered() == []
     # A turn whose run ended first: the row is no longer expected, and not delivered.
     ledger.turn_ended(("ok",), False)
