@@ -46,7 +46,8 @@ import json
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -276,13 +277,9 @@ class AcceptanceStore:
     ) -> Recorded | AlreadyClaimed:
         """Rules 1–3 and 5: record the send, claim its id and mark it undelivered in
         one committed transaction."""
-        delivered = self.deliveries.take_delivered()
-        record = _user_message_record(payload, message_id, now, attachments, delivered)
-        try:
+        with self._delivery_news() as delivered:
+            record = _user_message_record(payload, message_id, now, attachments, delivered)
             return await self._database.write(record)
-        except BaseException:
-            self.deliveries.give_back(delivered)
-            raise
 
     def record_user_message_blocking(
         self,
@@ -293,10 +290,17 @@ class AcceptanceStore:
         attachments: Sequence[Attachment] = (),
     ) -> Recorded | AlreadyClaimed:
         """`record_user_message` in the calling thread (`BoxDatabase.write_blocking`)."""
-        delivered = self.deliveries.take_delivered()
-        record = _user_message_record(payload, message_id, now, attachments, delivered)
-        try:
+        with self._delivery_news() as delivered:
+            record = _user_message_record(payload, message_id, now, attachments, delivered)
             return self._database.write_blocking(record)
+
+    @contextmanager
+    def _delivery_news(self) -> Iterator[list[int]]:
+        """Rule 5: the rows seen delivered, for a send's transaction to unmark; given
+        back to the ledger when that transaction fails."""
+        delivered = self.deliveries.take_delivered()
+        try:
+            yield delivered
         except BaseException:
             self.deliveries.give_back(delivered)
             raise
