@@ -121,21 +121,21 @@ def transition_phase(source: Phase, target: Phase) -> Phase:
     return target
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Idle:
     """No run."""
 
     phase: Phase = Phase.IDLE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Starting:
     """A run is being started; no handle yet."""
 
     phase: Phase = Phase.STARTING
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ready(Generic[RunT]):
     """The run is open and waiting for a turn."""
 
@@ -143,7 +143,7 @@ class Ready(Generic[RunT]):
     phase: Phase = Phase.READY
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Streaming(Generic[RunT]):
     """A turn is in flight on the run."""
 
@@ -151,7 +151,7 @@ class Streaming(Generic[RunT]):
     phase: Phase = Phase.STREAMING
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stopping(Generic[RunT]):
     """A deliberate stop closed the run; ``was_busy`` records whether a turn was in flight."""
 

@@ -543,11 +543,13 @@ def assistant_text(message: AdaptedMessage) -> str:
     """The text blocks of an assistant message, concatenated; `""` for any other message."""
     if message["type"] != "assistant":
         return ""
-    return "".join(
-        text
-        for block in message["message"]["content"]
-        if block.get("type") == "text" and isinstance(text := block.get("text"), str)
-    )
+    texts: list[str] = []
+    for block in message["message"]["content"]:
+        text = block.get("text")
+        if block.get("type") == "text" and isinstance(text, str):
+            texts.append(text)
+    # A loop, not a generator: this runs for every message of every turn.
+    return "".join(texts)
 
 
 def accumulate_assistant_text(prior: str, message: AdaptedMessage) -> str:
