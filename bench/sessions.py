@@ -235,8 +235,10 @@ async def _session_turns(box_root: Path, texts: list[str], warmup: int) -> Timed
                 if not await session.send(text):
                     raise RuntimeError(f"the session refused a turn in {session.phase}")
                 # As the SSE route listens: one wake-up per batch of waiting events.
-                while not any(isinstance(event, Done) for event in await events.receive_batch()):
-                    pass
+                while True:
+                    for event in await events.receive_batch():
+                        if isinstance(event, Done):
+                            return
 
             for index in range(warmup):
                 await turn(f"warm-up {index}")

@@ -75,7 +75,7 @@ to send it again after a crash.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -132,7 +132,7 @@ FeatureDeltaHook = Callable[[str], None]
 TurnEndHook = Callable[[tuple[str, ...], bool], None]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ChatRun:
     """One engine run as a session holds it.
 
@@ -146,7 +146,7 @@ class ChatRun:
     close_requested: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _QueuedText:
     """A text waiting for a turn.
 
@@ -160,14 +160,14 @@ class _QueuedText:
     row_id: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Delivered:
     """A turn's texts went out to the engine: their queue rows are to go."""
 
     entries: tuple[_QueuedText, ...]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Turn:
     """A turn taken, until `on_turn_end` has heard how it ended.
 
@@ -181,8 +181,13 @@ class _Turn:
     send_done: bool = False
     ended: bool | None = None
 
+    @property
+    def texts(self) -> tuple[str, ...]:
+        # A list made, then a tuple: quicker than a generator, and this runs every turn.
+        return tuple([entry.text for entry in self.entries])
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class _SendTurn:
     """I/O half of a step: send ``turn`` on ``handle``."""
 
@@ -191,10 +196,10 @@ class _SendTurn:
 
     @property
     def text(self) -> str:
-        return combine_queued_texts(tuple(entry.text for entry in self.turn.entries))
+        return combine_queued_texts(self.turn.texts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _StartRun:
     """I/O half of a step: start run ``number``, resuming ``resume_session_id``."""
 
@@ -572,7 +577,7 @@ class ChatSession:
         hook, delivered = self._on_turn_end, turn.ended
         if hook is None or delivered is None:
             return
-        texts = tuple(entry.text for entry in turn.entries)
+        texts = turn.texts
         if not any(entry.persisted for entry in turn.entries):
             _call_turn_end_hook(hook, texts, delivered)
             return
@@ -693,7 +698,8 @@ class ChatSession:
             counters=self.counters,
         )
 
-    async def _on_message(self, handle: ChatRun, message: AdaptedMessage) -> None:
+    def _on_message(self, handle: ChatRun, message: AdaptedMessage) -> Awaitable[None] | None:
+        """Rules 5 and 7 for one message; what is left to do is returned (a drain)."""
         self._require_current(handle, "sent a message")
         new_session_id = self._take_session_id(message)
         if new_session_id is not None:
@@ -701,17 +707,16 @@ class ChatSession:
             self._events.publish(SessionIdAssigned(new_session_id))
         if message["type"] == "task":
             self._events.publish(Task(message))
-            return
+            return None
         self._turn_text = accumulate_assistant_text(self._turn_text, message)
         self._events.publish(Message(message))
         if message["type"] != "result":
-            return
+            return None
         if message["is_error"]:
             _log.warning("the turn ended in an error result (%s)", message["subtype"])
         plan = self._turn_finished()
         # Usually nothing to drain: no coroutine to make and run then (once a turn).
-        if plan is not None:
-            await self._perform(plan)
+        return None if plan is None else self._perform(plan)
 
     async def _on_close(self, handle: ChatRun) -> None:
         await self._perform(self._run_ended(handle))

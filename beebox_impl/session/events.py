@@ -71,7 +71,7 @@ __all__ = [
 DEFAULT_EVENT_BUFFER = 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionIdAssigned:
     """The SDK assigned the whole-box chat a session id.
 
@@ -83,7 +83,7 @@ class SessionIdAssigned:
     name: ClassVar[Literal["session-id"]] = "session-id"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SessionStarted:
     """A thread session learnt its (first) SDK session id."""
 
@@ -91,7 +91,7 @@ class SessionStarted:
     name: ClassVar[Literal["session"]] = "session"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """An adapted SDK message of the current run."""
 
@@ -99,7 +99,7 @@ class Message:
     name: ClassVar[Literal["message"]] = "message"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """A background task's lifecycle event."""
 
@@ -107,14 +107,14 @@ class Task:
     name: ClassVar[Literal["task"]] = "task"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Done:
     """The turn's ``result`` arrived; the session already reads not busy."""
 
     name: ClassVar[Literal["done"]] = "done"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnText:
     """The finished turn's assistant text."""
 
@@ -122,7 +122,7 @@ class TurnText:
     name: ClassVar[Literal["turn-text"]] = "turn-text"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChatResponse:
     """One complete ``<chat-response>`` block, trimmed."""
 
@@ -130,7 +130,7 @@ class ChatResponse:
     name: ClassVar[Literal["chat-response"]] = "chat-response"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Closed:
     """A run's message stream ended: ``code`` is ``0`` after a deliberate stop, else None."""
 
@@ -138,7 +138,7 @@ class Closed:
     name: ClassVar[Literal["close"]] = "close"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StartFailed:
     """A run could not be started.
 
@@ -225,16 +225,12 @@ class EventSubscription(Generic[EventT]):
             events.append(event)
         return events
 
-    def _offer(self, event: EventT) -> bool:
-        # The fan-out's side: False when this subscriber is to be dropped.
-        mailbox = self._mailbox
-        if mailbox.offer(event, self._max_buffer):
-            return True
-        if not mailbox.closed:
-            # Full. The overflow policy: end this listener's stream rather than skip an event.
+    def _refused(self) -> None:
+        # An event did not fit: a full buffer ends the listener's stream rather than
+        # skip an event (the overflow policy); a closed one has left already.
+        if not self._mailbox.closed:
             self.overflowed = True
-            mailbox.close()
-        return False
+            self._mailbox.close()
 
     def _end(self) -> None:
         # The session is closing: what is held is still read, then the stream ends.
@@ -260,7 +256,8 @@ class EventFanout(Generic[EventT]):
         """Hand ``event`` to every subscriber now; cut off those that are full."""
         dropped = False
         for subscription in self._subscribers:
-            if not subscription._offer(event):
+            if not subscription._mailbox.offer(event, subscription._max_buffer):
+                subscription._refused()
                 dropped = True
         # Rebuilt only when someone left: a publish runs several times a turn.
         if dropped:

@@ -8,7 +8,9 @@ For each raw message of the run's stream, in order: adapt it with the one
 `beebox_spec.sdk_messages.adapt_sdk_message`; a message that adapts to nothing
 (a type every session ignores) is skipped; anything else is handed to
 ``on_message``, and the next message is not read until it returns — a session
-handles its run's messages one at a time. A message the adapter does not
+handles its run's messages one at a time. A handler with I/O to do returns an
+awaitable, which the pump awaits before the next message; one without returns
+None (most messages of a turn: no coroutine made and run for each). A message the adapter does not
 recognise arrives as the ``unknown`` sentinel: it is logged and counted here
 (SDK drift is visible, never silent) and still handed on.
 
@@ -68,7 +70,7 @@ class PumpCounters:
 async def pump_chat_run(
     run: Run,
     *,
-    on_message: Callable[[AdaptedMessage], Awaitable[None]],
+    on_message: Callable[[AdaptedMessage], Awaitable[None] | None],
     on_close: Callable[[], Awaitable[None]],
     on_error: Callable[[Exception], Awaitable[None]] | None = None,
     counters: PumpCounters | None = None,
@@ -80,7 +82,7 @@ async def pump_chat_run(
     try:
         while True:
             try:
-                raw = await anext(stream)
+                raw: JsonObject | None = await anext(stream)
             except StopAsyncIteration:
                 break
             except Exception as error:
@@ -89,14 +91,29 @@ async def pump_chat_run(
                 if on_error is not None:
                     await on_error(error)
                 break
-            await _deliver(raw, on_message, counts)
-            if take_ready is None:
-                continue
-            for _ in range(MAX_READY_MESSAGES - 1):
-                ready = take_ready()
-                if ready is None:
+            # This message, then those already waiting, up to a round's worth.
+            handled = 0
+            while raw is not None:
+                message = adapt_sdk_message(raw)
+                if message is None:
+                    counts.ignored += 1
+                else:
+                    if message["type"] == "unknown":
+                        counts.unknown += 1
+                        _log.warning(
+                            "unknown SDK message (%d so far): type=%r",
+                            counts.unknown,
+                            raw.get("type"),
+                        )
+                    counts.delivered += 1
+                    # An error raised here is the session's own bug: it propagates.
+                    pending = on_message(message)
+                    if pending is not None:
+                        await pending
+                handled += 1
+                if take_ready is None or handled == MAX_READY_MESSAGES:
                     break
-                await _deliver(ready, on_message, counts)
+                raw = take_ready()
     finally:
         # An async generator left open warns at collection; close it with the pump.
         aclose = getattr(stream, "aclose", None)
@@ -104,21 +121,3 @@ async def pump_chat_run(
             with anyio.CancelScope(shield=True):
                 await aclose()
     await on_close()
-
-
-async def _deliver(
-    raw: JsonObject,
-    on_message: Callable[[AdaptedMessage], Awaitable[None]],
-    counts: PumpCounters,
-) -> None:
-    # Adapt one raw message and hand it on (or count it ignored).
-    message = adapt_sdk_message(raw)
-    if message is None:
-        counts.ignored += 1
-        return
-    if message["type"] == "unknown":
-        counts.unknown += 1
-        _log.warning("unknown SDK message (%d so far): type=%r", counts.unknown, raw.get("type"))
-    counts.delivered += 1
-    # An error raised here is the session's own bug: it propagates, it is not the run's.
-    await on_message(message)

@@ -508,13 +508,10 @@ class ChatThreadSession:
     async def _pump(self, handle: ThreadRun) -> None:
         await pump_chat_run(
             handle.run,
-            on_message=partial(self._on_message, handle),
+            on_message=partial(self._handle_message, handle),
             on_close=partial(self._on_close, handle),
             counters=self.counters,
         )
-
-    async def _on_message(self, handle: ThreadRun, message: AdaptedMessage) -> None:
-        self._handle_message(handle, message)
 
     async def _on_close(self, handle: ThreadRun) -> None:
         self._run_ended(handle)
