@@ -144,6 +144,12 @@ class Mailbox(Generic[T]):
         """The next item if one waits now, else None (never the end: `get` says that)."""
         return self._items.popleft() if self._items else None
 
+    def take_all(self) -> list[T]:
+        """Every item waiting now, in order (none: an empty list, never the end)."""
+        items = list(self._items)
+        self._items.clear()
+        return items
+
     def clear(self) -> int:
         """Drop every queued item; how many there were."""
         count = len(self._items)

@@ -212,7 +212,7 @@ class EventSubscription(Generic[EventT]):
         Raises `anyio.EndOfStream` as `receive` does.
         """
         first = await self._mailbox.get()
-        return [first, *self.drain_nowait()]
+        return [first, *self._mailbox.take_all()]
 
     def receive_nowait(self) -> EventT:
         """The next event if one is waiting; raises `anyio.WouldBlock` otherwise."""
@@ -220,10 +220,7 @@ class EventSubscription(Generic[EventT]):
 
     def drain_nowait(self) -> list[EventT]:
         """Every event waiting now, in order."""
-        events: list[EventT] = []
-        while (event := self._mailbox.take_ready()) is not None:
-            events.append(event)
-        return events
+        return self._mailbox.take_all()
 
     def _refused(self) -> None:
         # An event did not fit: a full buffer ends the listener's stream rather than

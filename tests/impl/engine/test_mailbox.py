@@ -75,6 +75,21 @@ async def test_take_ready_hands_over_what_waits_and_never_the_end() -> None:
     assert PullIterator(pull).take_ready() is None
 
 
+async def test_take_all_hands_over_everything_waiting_in_order_and_never_the_end() -> None:
+    mailbox: Mailbox[int] = Mailbox()
+    assert mailbox.take_all() == []
+    for item in (1, 2, 3):
+        mailbox.put(item)
+    assert mailbox.take_all() == [1, 2, 3]
+    assert len(mailbox) == 0
+    mailbox.put(4)
+    mailbox.close()
+    assert mailbox.take_all() == [4]
+    assert mailbox.take_all() == []
+    with pytest.raises(anyio.EndOfStream):
+        await mailbox.get()
+
+
 async def test_none_is_not_an_item() -> None:
     mailbox: Mailbox[int | None] = Mailbox()
     with pytest.raises(TypeError):
