@@ -12,7 +12,8 @@ not taken, which is what "closing a run ends its stream at once" needs.
 One consumer (the run's message stream) waits in `get`; any task may `put` and
 `close` without waiting. The wake-up is made on each wait, of the kind the running
 loop answers cheapest (asked once, on the first wait, so a mailbox can be built
-outside an event loop): trio's own event, or a bare future on asyncio.
+outside an event loop): the waiting task parked by hand on trio (`trio_wakeup`),
+a bare future on asyncio.
 
 `PullIterator` is what a run's ``messages()`` returns: an async iterator that asks
 the run for each next message, and, from a source that can tell, hands over the
@@ -52,7 +53,7 @@ class _FutureWakeup:
     """A `_Wakeup` on asyncio: a bare future of the running loop.
 
     What `anyio.Event` comes down to on asyncio, without its two layers (anyio's
-    wrapper and `asyncio.Event`'s waiter list): a session's turn waits on three of
+    wrapper and `asyncio.Event`'s waiter list): a session's turn waits on two of
     these, and the layers were about a tenth of its time (82.8 → 73.9 µs a turn in
     `bench/sessions.py`'s loop). A cancelled waiter cancels the future; a later
     `set` sees it done.
@@ -72,15 +73,16 @@ class _FutureWakeup:
 
 
 def _wakeup_factory() -> Callable[[], _Wakeup]:
-    # The running loop's cheapest wake-up, asked once per mailbox: trio's own event
-    # (anyio's is a wrapper around it), a bare future on asyncio.
+    # The running loop's cheapest wake-up, asked once per mailbox: the waiting task
+    # parked by hand on trio, a bare future on asyncio.
     library = sniffio.current_async_library()
     if library == "asyncio":
         return _FutureWakeup
     if library == "trio":
-        import trio  # noqa: PLC0415 - only where trio runs
+        # Imported only where trio runs: it is not a dependency of the box.
+        from beebox_impl.engine.trio_wakeup import TrioWakeup  # noqa: PLC0415
 
-        return trio.Event
+        return TrioWakeup
     return anyio.Event
 
 
