@@ -82,7 +82,7 @@ class Config:
     reps: int
 
 
-FULL: Final = Config("full", turns=10_000, senders=100, messages=100, reps=3)
+FULL: Final = Config("full", turns=10_000, senders=100, messages=100, reps=5)
 QUICK: Final = Config("quick", turns=500, senders=10, messages=10, reps=1)
 
 
