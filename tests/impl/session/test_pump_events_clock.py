@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from beebox_impl.engine.mailbox import PullIterator
@@ -111,6 +112,35 @@ async def test_a_session_error_in_the_handler_is_not_taken_for_the_runs() -> Non
         await pump_chat_run(
             ListRun([{"type": "brand-new"}]), on_message=on_message, on_close=on_close
         )
+
+
+async def test_a_handler_may_answer_none_or_work_the_pump_finishes_before_the_next() -> None:
+    order: list[str] = []
+
+    async def drain(uuid: str) -> None:
+        order.append(f"work for {uuid} started")
+        await anyio.lowlevel.checkpoint()
+        order.append(f"work for {uuid} done")
+
+    def on_message(message: AdaptedMessage) -> Awaitable[None] | None:
+        uuid = message["uuid"] if message["type"] == "assistant" else "?"
+        order.append(f"handled {uuid}")
+        # Only the first message leaves work behind, as a turn's end with a drain does.
+        return drain(uuid) if uuid == "a-1" else None
+
+    async def on_close() -> None:
+        order.append("closed")
+
+    await pump_chat_run(
+        ListRun([_assistant(1), _assistant(2)]), on_message=on_message, on_close=on_close
+    )
+    assert order == [
+        "handled a-1",
+        "work for a-1 started",
+        "work for a-1 done",
+        "handled a-2",
+        "closed",
+    ]
 
 
 def _assistant(number: int) -> JsonObject:
