@@ -23,6 +23,11 @@ to the session on the loop must, and answers. No auth, no validation, no session
 no events, no worker-thread hop: a send cannot do less, so a target below this
 floor is out of reach of any box of this shape.
 
+Every client runs in a process of its own (one process for all of them, a thread
+each), for the baseline, the floor and the box alike: a client thread in the
+server's process would take the interpreter lock from the server it measures, which
+a browser does not.
+
 Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
 fewer requests, for a smoke run).
 """
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import socket
 import sqlite3
@@ -42,6 +48,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -190,29 +198,54 @@ def _drive(
 
 
 def _post_send(token: str | None) -> Callable[[http.client.HTTPConnection], None]:
-    def request(connection: http.client.HTTPConnection) -> None:
-        body = json.dumps({"message": "bench", "messageId": str(uuid.uuid4())})
-        headers = {"Content-Type": "application/json"}
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        connection.request("POST", "/api/chat/send", body=body, headers=headers)
-        response = connection.getresponse()
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"status {response.status}")
+    # A partial of a module function, not a closure: it crosses to the clients' process.
+    return partial(_send_one, token)
 
-    return request
+
+def _send_one(token: str | None, connection: http.client.HTTPConnection) -> None:
+    body = json.dumps({"message": "bench", "messageId": str(uuid.uuid4())})
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    connection.request("POST", "/api/chat/send", body=body, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    if response.status != 200:
+        raise RuntimeError(f"status {response.status}")
 
 
 def _get(path: str, token: str) -> Callable[[http.client.HTTPConnection], None]:
-    def request(connection: http.client.HTTPConnection) -> None:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = connection.getresponse()
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"status {response.status}")
+    return partial(_get_one, path, token)
 
-    return request
+
+def _get_one(path: str, token: str, connection: http.client.HTTPConnection) -> None:
+    connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+    response = connection.getresponse()
+    response.read()
+    if response.status != 200:
+        raise RuntimeError(f"status {response.status}")
+
+
+class _Clients:
+    """The clients' process: `_drive` runs there, so no client thread shares the
+    server's interpreter lock (a browser does not); one process for the whole run."""
+
+    def __init__(self) -> None:
+        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+
+    async def drive(
+        self,
+        port: int,
+        clients: int,
+        per_client: int,
+        request: Callable[[http.client.HTTPConnection], None],
+    ) -> tuple[float, list[float], int]:
+        """`_drive` in the clients' process, awaited without blocking the loop."""
+        answer = self._pool.submit(_drive, port, clients, per_client, request)
+        return await anyio.to_thread.run_sync(answer.result)
+
+    def close(self) -> None:
+        self._pool.shutdown()
 
 
 def _line(label: str, seconds: float, latencies: list[float], failed: int) -> str:
@@ -247,14 +280,15 @@ def _verdict(label: str, ours: float, limit: float, how: str) -> str:
     return f"  {label}: p50 {ours * 1000:.3f} ms vs target {limit * 1000:.3f} ms ({how}): {mark}"
 
 
-async def _send_p50s(server: ThreadingHTTPServer, label: str, sends: int) -> dict[int, float]:
+async def _send_p50s(
+    clients_process: _Clients, server: ThreadingHTTPServer, label: str, sends: int
+) -> dict[int, float]:
     """Serve with ``server`` while 1, then 16 clients send; print each line; their p50s."""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     p50: dict[int, float] = {}
     try:
         for clients in (1, 16):
-            seconds, latencies, failed = await anyio.to_thread.run_sync(
-                _drive,
+            seconds, latencies, failed = await clients_process.drive(
                 server.server_address[1],
                 clients,
                 max(1, sends // clients),
@@ -269,6 +303,14 @@ async def _send_p50s(server: ThreadingHTTPServer, label: str, sends: int) -> dic
 
 
 async def _run(folder: Path, quick: bool) -> None:
+    clients_process = _Clients()
+    try:
+        await _measure(clients_process, folder, quick)
+    finally:
+        clients_process.close()
+
+
+async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None:
     sends = 100 if quick else 1000
     history_requests = 20 if quick else 200
     projects = folder / "projects"
@@ -280,10 +322,10 @@ async def _run(folder: Path, quick: bool) -> None:
     baseline = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed200)
     baseline.daemon_threads = True
     print("POST /api/chat/send")
-    baseline_p50 = await _send_p50s(baseline, "baseline fixed 200", sends)
+    baseline_p50 = await _send_p50s(clients_process, baseline, "baseline fixed 200", sends)
     async with BlockingPortal() as portal:
         floor = await anyio.to_thread.run_sync(_FloorServer, portal, folder / "floor.sqlite3")
-        floor_p50 = await _send_p50s(floor, "architecture floor", sends)
+        floor_p50 = await _send_p50s(clients_process, floor, "architecture floor", sends)
 
     async with (
         Box.open(folder / "box", projects_root=projects) as box,
@@ -291,8 +333,8 @@ async def _run(folder: Path, quick: bool) -> None:
     ):
         for clients in (1, 16):
             per_client = max(1, sends // clients)
-            seconds, latencies, failed = await anyio.to_thread.run_sync(
-                _drive, running.port, clients, per_client, _post_send(box.token)
+            seconds, latencies, failed = await clients_process.drive(
+                running.port, clients, per_client, _post_send(box.token)
             )
             print(_line(f"box send, {clients} client(s)", seconds, latencies, failed))
             verdicts.append(
@@ -325,9 +367,9 @@ async def _run(folder: Path, quick: bool) -> None:
             in_process.append(time.perf_counter() - started)
         print(_line("baseline in-process tail=200", sum(in_process), in_process, 0))
         path = f"/api/chat/history?session={generated.session_id}&tail=200"
-        await anyio.to_thread.run_sync(_drive, running.port, 1, 1, _get(path, box.token))
-        seconds, latencies, failed = await anyio.to_thread.run_sync(
-            _drive, running.port, 1, history_requests, _get(path, box.token)
+        await clients_process.drive(running.port, 1, 1, _get(path, box.token))
+        seconds, latencies, failed = await clients_process.drive(
+            running.port, 1, history_requests, _get(path, box.token)
         )
         print(_line("box history tail=200 over HTTP", seconds, latencies, failed))
         verdicts.append(
