@@ -212,7 +212,7 @@ class EventSubscription(Generic[EventT]):
         Raises `anyio.EndOfStream` as `receive` does.
         """
         first = await self._mailbox.get()
-        return [first, *self._mailbox.take_all()]
+        return [first, *self.drain_nowait()]
 
     def receive_nowait(self) -> EventT:
         """The next event if one is waiting; raises `anyio.WouldBlock` otherwise."""
