@@ -10,9 +10,9 @@ For each raw message of the run's stream, in order: adapt it with the one
 ``on_message``, and the next message is not read until it returns — a session
 handles its run's messages one at a time. A handler with I/O to do returns an
 awaitable, which the pump awaits before the next message; one without returns
-None (most messages of a turn: no coroutine made and run for each). A message the adapter does not
-recognise arrives as the ``unknown`` sentinel: it is logged and counted here
-(SDK drift is visible, never silent) and still handed on.
+None (most messages of a turn: no coroutine made and run for each). A message
+the adapter does not recognise arrives as the ``unknown`` sentinel: it is logged
+and counted here (SDK drift is visible, never silent) and still handed on.
 
 Messages that are already waiting when one has been handled are handled next
 without a scheduling round each (a stream that can tell: `take_ready`), at most
