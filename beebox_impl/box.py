@@ -390,10 +390,11 @@ class Box:
         """`send`, blocking, from any thread but the event loop's (`RuntimeError` there).
 
         For a host's own worker threads (the HTTP adapter's handlers), with
-        ``run_on_loop`` to reach the box's loop (`BlockingPortal.call`): the record
-        is committed in the calling thread, and the loop is crossed once, for the
-        hand-over to the session, where `send` from a thread would cross to the loop,
-        on to a database thread and back.
+        ``run_on_loop`` to reach the box's loop (`anyio.from_thread.run` with the
+        loop's token, or `BlockingPortal.call`): the record is committed in the
+        calling thread, and the loop is crossed once, for the hand-over to the
+        session, where `send` from a thread would cross to the loop, on to a database
+        thread and back.
         """
         _refuse_on_the_loop("send_from_thread", "send")
         return self.send_service.send_from_thread(request, sender, run_on_loop)

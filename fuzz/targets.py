@@ -44,6 +44,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Final, cast
 
+import anyio.lowlevel
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from ruamel.yaml.comments import TaggedScalar
 
@@ -388,7 +389,7 @@ class HttpTarget:
     Each input is one client connection's bytes: the client side sends it, half
     closes, and reads everything the server says; the handler runs in the calling
     thread (so coverage and tracebacks are the fuzzer's), reaching the box through
-    the portal exactly as `serve_box` does.
+    the loop exactly as `serve_box` does.
     """
 
     def __init__(self, folder: Path, limits: HttpLimits | None = None) -> None:
@@ -414,7 +415,7 @@ class HttpTarget:
             linger_seconds=0.05,
             sse_heartbeat_seconds=0.0,
         )
-        self.app = _App(self.box, self.portal, chosen)
+        self.app = _App(self.box, self.portal.call(_loop_token), chosen)
         self.app.port = 8765
         self._server = cast(_Server, _FakeServer(self.app))
         self._marks = (*_authorized_only(), _PHOTO_MARK)
@@ -462,6 +463,10 @@ class HttpTarget:
         if FUZZ_TOKEN.encode() not in data:
             leaked = [mark for mark in self._marks if mark in answer]
             assert not leaked, (leaked, answer[:400])
+
+
+async def _loop_token() -> anyio.lowlevel.EventLoopToken:
+    return anyio.lowlevel.current_token()
 
 
 def _utc_now() -> datetime:

@@ -1,7 +1,7 @@
 """The box's HTTP adapter: stdlib `http.server` in front of the anyio core.
 
-- `server` — `serve_box`: a `ThreadingHTTPServer` reaching the box through an
-  anyio `BlockingPortal`; auth, limits, timeouts, clean shutdown;
+- `server` — `serve_box`: a `ThreadingHTTPServer` reaching the box through
+  `anyio.from_thread.run`; auth, limits, timeouts, clean shutdown;
 - `routes` — the one route table: handlers and what each answers;
 - `events` — ``GET /api/events`` as Server-Sent Events;
 - `openapi` — the OpenAPI 3.1 document, generated from the route table.

@@ -59,7 +59,7 @@ async def _next_event(
 def stream_events(exchange: Exchange) -> None:
     """Write the box's events to the client until one side stops (see the module doc)."""
     box = exchange.box
-    events: EventSubscription[BoxEvent] = exchange.call(box.subscribe)
+    events: EventSubscription[BoxEvent] = exchange.call_sync(box.subscribe)
     try:
         exchange.write(b"retry: 3000\n: subscribed\n\n")
         last_write = time.monotonic()
@@ -75,4 +75,4 @@ def stream_events(exchange: Exchange) -> None:
                 exchange.write(b": heartbeat\n\n")
                 last_write = time.monotonic()
     finally:
-        exchange.call(events.close)
+        exchange.call_sync(events.close)

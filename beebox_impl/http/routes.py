@@ -6,7 +6,7 @@ route's statuses, bodies and headers) and §2.1–§2.4 (send, bootstrap, histor
 Each `Route` names its path (an OpenAPI path template), its methods, what it
 answers with which status, and the function that serves it. A handler runs in
 the HTTP server's worker thread and reaches the box through `Exchange.call`,
-which runs a coroutine on the box's event loop (an anyio `BlockingPortal`): the
+which runs a coroutine on the box's event loop (`anyio.from_thread.run`): the
 handlers translate between the wire and `beebox_impl.box.Box`, and hold no rule
 of their own.
 
@@ -110,7 +110,8 @@ def error_reply(status: int, message: str) -> JsonReply:
 class Exchange:
     """One request as a handler sees it.
 
-    ``call`` runs an async function on the box's loop and returns its result;
+    ``call`` runs an async function on the box's loop and returns its result
+    (typed: `run`); ``call_sync`` runs a plain function there;
     ``write`` sends raw bytes on the connection (streams only); ``stopping``
     reads true once the server is shutting down; ``login_cookie`` is the
     ``Set-Cookie`` value that logs a browser in with the given token, or None
@@ -123,6 +124,7 @@ class Exchange:
     body: bytes
     box: Box
     call: Callable[..., Any]
+    call_sync: Callable[..., Any]
     write: Callable[[bytes], None] = field(repr=False)
     stopping: Callable[[], bool] = field(repr=False)
     sse_heartbeat_seconds: float = 15.0

@@ -5,10 +5,10 @@ DESIGN.md §4; the routes and their answers are `beebox_impl.http.routes`.
 How it runs
 -----------
 
-`serve_box` runs inside the host's event loop (asyncio or trio). It opens an anyio
-`BlockingPortal` on that loop and runs the server's accept loop in a worker thread;
-each connection gets a thread of its own, and a handler reaches the box by
-``portal.call`` — the box's methods run on its loop, as they would for any embedding
+`serve_box` runs inside the host's event loop (asyncio or trio). It runs the
+server's accept loop in a worker thread; each connection gets a thread of its own,
+and a handler reaches the box through `anyio.from_thread.run` with the loop's token
+(`_App.call`) — the box's methods run on its loop, as they would for any embedding
 host. The two file reads are the exception: history slices and photos are read in
 the handler's own thread (`Box.read_history`, `Box.read_media`; the history service
 bounds how many run at once), with no hop through the loop. Leaving `serve_box`
@@ -57,19 +57,20 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
-from anyio.from_thread import BlockingPortal
 
 from beebox_impl.box import Box
 from beebox_impl.http.routes import (
@@ -97,6 +98,8 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_HOST: Final = "127.0.0.1"
 _JSON_TYPE: Final = "application/json"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -169,15 +172,26 @@ class _DeadlineReader(io.RawIOBase):
 
 
 class _App:
-    """What every handler thread shares: the box, its loop's portal, the token, the limits."""
+    """What every handler thread shares: the box, its loop, the token, the limits."""
 
-    def __init__(self, box: Box, portal: BlockingPortal, limits: HttpLimits) -> None:
+    def __init__(self, box: Box, loop: anyio.lowlevel.EventLoopToken, limits: HttpLimits) -> None:
         self.box = box
-        self.portal = portal
+        self._loop = loop
         self.limits = limits
         self.port = 0
         self._token = box.token.encode("utf-8")
         self.stopping = threading.Event()
+
+    def call(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
+        """Run ``function(*args)`` on the box's loop and return its result (from a handler
+        thread). One crossing each way: a `BlockingPortal` call waits for the loop twice,
+        once to spawn its task and once for the result, and every wake-up of a waiting
+        thread is a wait for the interpreter lock (~0.1 ms of the loop's time a send)."""
+        return anyio.from_thread.run(function, *args, token=self._loop)
+
+    def call_sync(self, function: Callable[..., T], *args: object) -> T:
+        """`call` for a plain function: run on the box's loop, its result returned."""
+        return anyio.from_thread.run_sync(function, *args, token=self._loop)
 
     def token_matches(self, candidate: str) -> bool:
         # Constant time: the comparison must not say how much of a guess was right.
@@ -475,7 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
             query=parse_qs(query, keep_blank_values=True),
             body=body,
             box=app.box,
-            call=app.portal.call,
+            call=app.call,
+            call_sync=app.call_sync,
             write=self._write_stream,
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
@@ -540,7 +555,8 @@ class _Handler(BaseHTTPRequestHandler):
             query={},
             body=b"",
             box=app.box,
-            call=app.portal.call,
+            call=app.call,
+            call_sync=app.call_sync,
             write=self._write_stream,
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
@@ -592,29 +608,28 @@ async def serve_box(
             host,
         )
     limits = limits if limits is not None else HttpLimits()
-    async with BlockingPortal() as portal:
-        app = _App(box, portal, limits)
-        server = await anyio.to_thread.run_sync(_Server, (host, port), app)
-        app.port = int(server.server_address[1])
-        running = RunningServer(host, app.port, box.token)
-        async with anyio.create_task_group() as task_group:
-            # Its own limiter: the accept loop must not hold one of the box's worker tokens.
-            task_group.start_soon(
-                partial(
-                    anyio.to_thread.run_sync,
-                    server.serve_forever,
-                    0.1,
-                    limiter=anyio.CapacityLimiter(1),
-                )
+    app = _App(box, anyio.lowlevel.current_token(), limits)
+    server = await anyio.to_thread.run_sync(_Server, (host, port), app)
+    app.port = int(server.server_address[1])
+    running = RunningServer(host, app.port, box.token)
+    async with anyio.create_task_group() as task_group:
+        # Its own limiter: the accept loop must not hold one of the box's worker tokens.
+        task_group.start_soon(
+            partial(
+                anyio.to_thread.run_sync,
+                server.serve_forever,
+                0.1,
+                limiter=anyio.CapacityLimiter(1),
             )
-            try:
-                yield running
-            finally:
-                with anyio.CancelScope(shield=True):
-                    app.stopping.set()
-                    if on_stop is not None:
-                        on_stop()
-                    await anyio.to_thread.run_sync(server.shutdown)
-                    server.close_idle_connections()
-                    # Joins every handler thread: requests in flight finish first.
-                    await anyio.to_thread.run_sync(server.server_close)
+        )
+        try:
+            yield running
+        finally:
+            with anyio.CancelScope(shield=True):
+                app.stopping.set()
+                if on_stop is not None:
+                    on_stop()
+                await anyio.to_thread.run_sync(server.shutdown)
+                server.close_idle_connections()
+                # Joins every handler thread: requests in flight finish first.
+                await anyio.to_thread.run_sync(server.server_close)

@@ -249,7 +249,8 @@ def parse_send_body(body: JsonValue) -> SendRequest:
 
 class LoopRunner(Protocol):
     """Runs an async function on the box's event loop from another thread and returns
-    its result (`anyio.from_thread.BlockingPortal.call`; an exchange's ``run``)."""
+    its result (`anyio.from_thread.run` with the loop's token, a `BlockingPortal`'s
+    ``call``; an exchange's ``run``)."""
 
     def __call__(self, function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T: ...
 
