@@ -40,6 +40,14 @@ What the transport guards (each limit is a field of `HttpLimits`)
   the whole phase, not per read, so a client trickling one byte at a time
   (slowloris) is cut off all the same. Writes time out after ``write_timeout``.
 - **Connections.** At most ``max_connections`` at once; more are answered 503.
+- **Large bodies.** At most ``max_large_bodies`` requests whose body is over
+  ``large_body_bytes`` (a send with photos) are handled at once, from their body
+  read to their answer; the others wait, their bodies read. Each holds several
+  copies of its photos while it is handled (the text, the JSON string, the decoded
+  bytes, the transcript line), and the C allocator keeps the high-water mark of
+  what requests held at once: bounded here, it cannot step up with the number of
+  clients sending photos together. Sends with photos are handed over one at a time
+  on the loop anyway, so the bound costs them little.
 - **Binding.** 127.0.0.1 by default; any non-loopback address needs
   ``allow_remote=True`` and logs a warning.
 """
@@ -113,6 +121,13 @@ class HttpLimits:
     body_timeout: float = 120.0
     write_timeout: float = 30.0
     max_connections: int = 256
+    large_body_bytes: int = 64 * 1024
+    max_large_bodies: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_large_bodies < 1:
+            raise ValueError("max_large_bodies must be at least 1")
+
     sse_heartbeat_seconds: float = 15.0
     linger_seconds: float = 2.0
 
@@ -181,6 +196,7 @@ class _App:
         self.port = 0
         self._token = box.token.encode("utf-8")
         self.stopping = threading.Event()
+        self.large_bodies = threading.BoundedSemaphore(limits.max_large_bodies)
 
     def call(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
         """Run ``function(*args)`` on the box's loop and return its result (from a handler
@@ -479,7 +495,16 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(body, JsonReply):
             self._send_reply(body)
             return
-        self._send_reply(self._run(route, path, query, body))
+        app = self.server.app
+        if len(body) <= app.limits.large_body_bytes:
+            self._send_reply(self._run(route, path, query, body))
+            return
+        # Taken once the body is read, given back before the answer is written: a slow
+        # client cannot hold a slot while it trickles its body in or its answer out.
+        with app.large_bodies:
+            reply = self._run(route, path, query, body)
+            del body
+        self._send_reply(reply)
 
     def _run(self, route: Route, path: str, query: str, body: bytes) -> Reply:
         app = self.server.app

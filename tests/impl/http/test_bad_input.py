@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from beebox_impl.box import Box
 from beebox_impl.http.openapi import openapi_document
 from beebox_impl.http.routes import ROUTES
 from beebox_impl.http.server import HttpLimits, RemoteBindRefused, cookie_name, serve_box
+from beebox_impl.services.send import LoopRunner, Sender, SendOutcome, SendRequest
 from tests.impl.http.support import served_box
 
 pytestmark = pytest.mark.anyio
@@ -217,6 +219,50 @@ async def test_a_slow_client_cannot_hold_a_worker(tmp_path: Path) -> None:
 
         elapsed = await anyio.to_thread.run_sync(trickle)
         assert elapsed < 3
+
+
+async def test_large_bodies_are_handled_a_few_at_a_time(tmp_path: Path) -> None:
+    # Each send holds the hand-over a while; the bound shows as how many overlap.
+    limits = HttpLimits(large_body_bytes=1024, max_large_bodies=2)
+    async with served_box(tmp_path, limits=limits) as (box, client, _):
+        overlap = {"now": 0, "large": 0, "small": 0}
+        lock = threading.Lock()
+        send = box.send_from_thread
+
+        def slow_send(
+            request: SendRequest, run_on_loop: LoopRunner, sender: Sender | None = None
+        ) -> SendOutcome:
+            kind = "large" if len(request.message) > 1024 else "small"
+            with lock:
+                overlap["now"] += 1
+                overlap[kind] = max(overlap[kind], overlap["now"])
+            time.sleep(0.2)
+            with lock:
+                overlap["now"] -= 1
+            return send(request, run_on_loop, sender)
+
+        box.send_from_thread = slow_send  # type: ignore[method-assign]
+        limiter = anyio.CapacityLimiter(8)
+
+        async def post(text: str) -> None:
+            answer = await client.call(
+                "POST", SEND, limiter, json_body={"message": text}, timeout=30
+            )
+            assert answer.status == 200
+
+        for text in ("x" * 4096, "x"):
+            async with anyio.create_task_group() as senders:
+                for _ in range(6):
+                    senders.start_soon(post, text)
+        # Six large sends never overlapped more than two at once; six small ones did.
+        assert overlap["large"] == 2
+        assert overlap["small"] > 2
+        assert await _bus_rows(box) == 12
+
+
+def test_the_large_body_bound_must_admit_one() -> None:
+    with pytest.raises(ValueError, match="max_large_bodies"):
+        HttpLimits(max_large_bodies=0)
 
 
 async def test_non_loopback_needs_an_explicit_flag(tmp_path: Path) -> None:
