@@ -46,8 +46,9 @@ What the transport guards (each limit is a field of `HttpLimits`)
   copies of its photos while it is handled (the text, the JSON string, the decoded
   bytes, the transcript line), and the C allocator keeps the high-water mark of
   what requests held at once: bounded here, it cannot step up with the number of
-  clients sending photos together. Sends with photos are handed over one at a time
-  on the loop anyway, so the bound costs them little.
+  clients sending photos together. In a burst of them, a photo send waits for a
+  slot; their throughput does not suffer, as each is handed over on the one loop
+  anyway (the load run in `docs/reliability.md`).
 - **Binding.** 127.0.0.1 by default; any non-loopback address needs
   ``allow_remote=True`` and logs a warning.
 """
@@ -123,13 +124,12 @@ class HttpLimits:
     max_connections: int = 256
     large_body_bytes: int = 64 * 1024
     max_large_bodies: int = 4
+    sse_heartbeat_seconds: float = 15.0
+    linger_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         if self.max_large_bodies < 1:
             raise ValueError("max_large_bodies must be at least 1")
-
-    sse_heartbeat_seconds: float = 15.0
-    linger_seconds: float = 2.0
 
 
 class RemoteBindRefused(ValueError):
