@@ -576,7 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         exchange = Exchange(
             method=self.command,
-            path=self.path,
+            path=urlsplit(self.path).path,
             query={},
             body=b"",
             box=app.box,
@@ -587,8 +587,15 @@ class _Handler(BaseHTTPRequestHandler):
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
             login_cookie=app.login_cookie,
         )
-        with contextlib.suppress(ConnectionError, TimeoutError, OSError):
+        try:
             reply.stream(exchange)
+        except (ConnectionError, TimeoutError, OSError):
+            # The client went away or stopped reading: the stream is over.
+            return
+        except Exception:
+            # The head is out, so no error answer can follow: logged, and the
+            # connection closes (the client reconnects).
+            _log.exception("%s %s failed mid-stream", self.command, exchange.path)
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,46 @@ async def test_events_arrive_in_order(tmp_path: Path) -> None:
         assert turn_texts == ['You said: "one"', 'You said: "two"']
 
 
+async def test_an_event_stream_that_fails_is_logged_and_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        subscribe = box.subscribe
+
+        class FailingSubscription:
+            def __init__(self) -> None:
+                self.inner = subscribe()
+
+            async def receive(self) -> object:
+                raise RuntimeError("the relay broke")
+
+            def close(self) -> None:
+                self.inner.close()
+
+        monkeypatch.setattr(box, "subscribe", FailingSubscription)
+
+        def listen() -> bytes:
+            connection = http.client.HTTPConnection(client.host, client.port, timeout=10)
+            try:
+                connection.request(
+                    "GET", "/api/events", headers={"Authorization": f"Bearer {client.token}"}
+                )
+                response = connection.getresponse()
+                assert response.status == 200
+                # The head is out: the stream ends (the connection closes), no hang.
+                return response.read()
+            finally:
+                connection.close()
+
+        with caplog.at_level("ERROR", logger="beebox_impl.http.server"):
+            body = await anyio.to_thread.run_sync(listen)
+        assert body == b"retry: 3000\n: subscribed\n\n"
+        failures = [r for r in caplog.records if "failed mid-stream" in r.getMessage()]
+        assert [r.getMessage() for r in failures] == ["GET /api/events failed mid-stream"]
+        assert failures[0].exc_info is not None
+        assert "the relay broke" in str(failures[0].exc_info[1])
+
+
 async def test_fifty_concurrent_sends_of_one_message_id_make_one_row_and_one_turn(
     tmp_path: Path,
 ) -> None:
