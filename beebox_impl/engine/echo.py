@@ -45,11 +45,18 @@ Ordering guarantee — how a reader awaits the writes: every transcript line is
 appended (one ``os.write`` with ``O_APPEND`` on a file created 0600, parent folders
 created) *before* the message that reports it is emitted, so once a consumer has
 received a turn's ``result``, the file holds that turn (written, not fsynced:
-visible to every reader, not proof against a power cut). File work runs in a worker
-thread (``anyio.to_thread.run_sync``) by default. A task waiting on a worker thread
-counts as blocked to ``wait_all_tasks_blocked``-style settling, so a settle could
-return while a line is still being written; tests that settle that way pass
-``offload_io=False``, which does the (small) file work on the event loop, after a
+visible to every reader, not proof against a power cut). A turn's append of at
+most `INLINE_APPEND_BYTES` (a text turn: a few KiB) is made on the event loop, after
+a checkpoint; a larger one (photos) and the rest of the file work (placing a run,
+reading a resumed transcript's tail) run in a worker thread
+(``anyio.to_thread.run_sync``). The echo engine stands in for an agent that writes
+its transcript from a process of its own, so what it costs the box's loop is an
+artefact of the stand-in: a trip to a worker thread costs the loop about fifteen
+times what appending a few KiB to the page cache does, and was the largest single
+share of its time a send. A task waiting on a worker thread counts as blocked to
+``wait_all_tasks_blocked``-style settling, so a settle could return while a line is
+still being written; tests that settle that way with photos in their turns pass
+``offload_io=False``, which does all the file work on the event loop, after a
 checkpoint, so "every task is blocked" really means "every write is done".
 
 The work of a run happens in the task that reads its message stream (the
@@ -95,6 +102,7 @@ from beebox_spec.media import image_blocks
 __all__ = [
     "ECHO_MODEL",
     "ECHO_VERSION",
+    "INLINE_APPEND_BYTES",
     "INTERRUPTED_TEXT",
     "EchoEngine",
     "EchoRun",
@@ -119,6 +127,8 @@ INTERRUPTED_ERROR = "interrupted by the user"
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 # How much of the file the backward scan reads at a time.
 _TAIL_BLOCK = 64 * 1024
+# A turn's lines up to this size are appended on the loop (module doc).
+INLINE_APPEND_BYTES = 64 * 1024
 
 
 def _new_uuid() -> str:
@@ -301,6 +311,14 @@ class _FileWork:
         await checkpoint()
         return function(*args, **kwargs)
 
+    async def append(self, path: Path, data: bytes) -> None:
+        """`_append`: on the loop when ``data`` is small (module doc), else as `run`."""
+        if len(data) > INLINE_APPEND_BYTES:
+            await self.run(_append, path, data)
+            return
+        await checkpoint()
+        _append(path, data)
+
 
 # ---------------------------------------------------------------------------
 # The engine and its runs
@@ -414,8 +432,8 @@ class EchoRun:
         """Write the turn's lines, then queue its messages (its lines before its messages).
 
         The answer is decided as the turn is taken in, and both of its lines leave in
-        one append: one trip to a worker thread a turn, not one a line (a trip costs
-        about as much as the rest of the turn).
+        one append (one write, and for a turn with photos one trip to a worker thread,
+        not one a line).
         """
         started = self._clock()
         parent_before, announced_before = self._parent_uuid, self._announced
@@ -446,7 +464,7 @@ class EchoRun:
             line, answer = self._answer_echo(turn.content, started)
         lines.append(line)
         try:
-            await self._files.run(_append, self._path, b"".join(lines))
+            await self._files.append(self._path, b"".join(lines))
         except BaseException:
             # Not written: the next lines hang where these would have, and the
             # init message is still to be said.

@@ -6,6 +6,7 @@ import base64
 import json
 import os
 import stat
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -561,4 +562,31 @@ async def test_a_turn_whose_lines_were_not_written_leaves_the_chain_where_it_was
     user, _assistant = read_lines(run.transcript_path)
     # The first line written starts the chain: nothing hangs under a line never written.
     assert user["parentUuid"] is None
+    await run.close()
+
+
+@pytest.mark.parametrize("offload_io", [True, False])
+async def test_a_text_turn_is_appended_on_the_loop_and_a_photo_turn_where_offload_says(
+    box: Path, projects: Path, monkeypatch: pytest.MonkeyPatch, offload_io: bool
+) -> None:
+    real_append = echo_module._append
+    appended_in: list[tuple[int, bool]] = []
+
+    def recording(path: Path, data: bytes) -> None:
+        appended_in.append((len(data), threading.get_ident() == loop_thread))
+        real_append(path, data)
+
+    loop_thread = threading.get_ident()
+    monkeypatch.setattr(echo_module, "_append", recording)
+    engine = EchoEngine(projects, StepClock(), Ids(), offload_io=offload_io)
+    run = await engine.start(StartOptions(cwd=box))
+    stream = run.messages()
+    await turn(run, stream, "just text")
+    await turn(run, stream, [image_block(png(300_000))])
+    (text_size, text_on_loop), (photo_size, photo_on_loop) = appended_in
+    assert text_size <= echo_module.INLINE_APPEND_BYTES < photo_size
+    # A text turn's few KiB never cost a trip to a worker thread; photos go there
+    # unless the caller keeps all file work on the loop.
+    assert text_on_loop
+    assert photo_on_loop is not offload_io
     await run.close()
