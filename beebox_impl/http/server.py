@@ -34,6 +34,12 @@ What the transport guards (each limit is a field of `HttpLimits`)
   reset). Chunked bodies are refused (411); a non-JSON body is 415.
 - **Headers.** The request line and each header line are at most
   ``max_line_bytes`` (414 / 431), and at most ``max_header_count`` headers (431).
+  The request line is read by the standard library; the header fields by
+  `parse_fields`, strictly (RFC 9112 §5): a line that is not ``token ":" value``
+  (a folded continuation line, whitespace before the colon, a stray CR or NUL) is
+  400, where the standard library's e-mail parser would stop at it and drop the
+  fields after it. It costs a tenth of that parser's time (~5 against ~70 µs a
+  request here), which every request pays.
 - **Slow clients.** A request's line and headers must arrive within
   ``header_timeout`` of the server starting to wait for it (this is also the
   keep-alive idle limit), and its body within ``body_timeout``: deadlines for
@@ -71,6 +77,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
+from http.client import HTTPMessage
 from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, TypeVar
@@ -96,14 +103,20 @@ from beebox_impl.services.send import InvalidRequest
 __all__ = [
     "DEFAULT_HOST",
     "HttpLimits",
+    "MalformedFields",
     "RemoteBindRefused",
     "RunningServer",
     "check_host",
     "cookie_name",
+    "parse_fields",
     "serve_box",
 ]
 
 _log = logging.getLogger(__name__)
+
+# A field name is a token (RFC 9110 §5.1, §5.6.2); a value holds no CR, LF or NUL.
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 _JSON_TYPE: Final = "application/json"
@@ -165,6 +178,56 @@ _TOKEN_IN_QUERY: Final = re.compile(r"([?&]token=)[^&\s\"]*")
 def _redact_token(message: str) -> str:
     # The token must never reach a log, whatever level the host logs at.
     return _TOKEN_IN_QUERY.sub(r"\1<redacted>", message)
+
+
+class MalformedFields(ValueError):
+    """A request's header block is not a list of ``name: value`` fields (the message says why)."""
+
+
+def parse_fields(head: bytes) -> HTTPMessage:
+    """The header fields of ``head`` (the lines after the request line, with the blank
+    line that ends them), as the `HTTPMessage` the standard library would build.
+
+    Strict where that library's e-mail parser is lenient: every line must be a field
+    name (a token), a colon and a value without CR, LF or NUL, else `MalformedFields`.
+    Surrounding spaces and tabs are not part of a value. Bytes are ISO-8859-1, as
+    the standard library reads them.
+    """
+    fields = HTTPMessage()
+    for raw in head.decode("iso-8859-1").split("\n"):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        if not line:
+            # The blank line that ends the block (or the end of the bytes).
+            break
+        if line[0] in " \t":
+            # obs-fold (RFC 9112 §5.2): refused rather than joined.
+            raise MalformedFields("Folded header lines are not accepted")
+        name, colon, value = line.partition(":")
+        if not colon or _FIELD_NAME.fullmatch(name) is None:
+            raise MalformedFields("Malformed header line")
+        if _FIELD_VALUE_FORBIDDEN.search(value) is not None:
+            raise MalformedFields("Malformed header value")
+        fields[name] = value.strip(" \t")
+    return fields
+
+
+class _FieldsFollow(Exception):
+    """The standard library's `parse_request` has read the request line and now
+    reads the fields: `_Handler.parse_request` parses them itself."""
+
+
+class _FieldsReader(io.BufferedIOBase):
+    """The ``rfile`` handed to the standard library's `parse_request`: it stops it
+    where the fields begin (`_FieldsFollow`), so only its request-line rules run."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        raise _FieldsFollow
+
+
+_FIELDS_READER: Final = _FieldsReader()
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -348,13 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
             head = self._read_head(limits)
             if head is None:
                 return
-            # parse_request reads the headers from rfile: hand it the bounded copy.
-            real, self.rfile = self.rfile, io.BufferedReader(io.BytesIO(head))
-            try:
-                parsed = self.parse_request()
-            finally:
-                self.rfile = real
-            if not parsed:
+            if not self._parse_request(head):
                 return
             self._dispatch()
             self.wfile.flush()
@@ -377,6 +434,38 @@ class _Handler(BaseHTTPRequestHandler):
             if len(lines) > limits.max_header_count:
                 self._early_error(431, "Too many headers")
                 return None
+
+    def _parse_request(self, head: bytes) -> bool:
+        """`parse_request` with the fields of ``head`` parsed by `parse_fields`; False
+        when the request was refused (its answer sent)."""
+        real, self.rfile = self.rfile, _FIELDS_READER
+        try:
+            # The request line: the standard library's rules, its answers to a bad one.
+            # It returns only when it refused the line; a good one goes on to the fields.
+            self.parse_request()
+            return False
+        except _FieldsFollow:
+            pass
+        finally:
+            self.rfile = real
+        try:
+            self.headers = parse_fields(head)
+        except MalformedFields as error:
+            self.close_connection = True
+            self._send_reply(error_reply(400, str(error)))
+            return False
+        # What the standard library does with the fields once it has them.
+        connection = self.headers.get("Connection", "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        if (
+            self.headers.get("Expect", "").lower() == "100-continue"
+            and self.request_version >= "HTTP/1.1"
+        ):
+            return self.handle_expect_100()
+        return True
 
     def _early_error(self, status: int, message: str) -> None:
         # Before parse_request the version is unknown: answer as HTTP/1.1 and close.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import io
 import socket
 import threading
 import time
@@ -14,7 +16,14 @@ import pytest
 from beebox_impl.box import Box
 from beebox_impl.http.openapi import openapi_document
 from beebox_impl.http.routes import ROUTES
-from beebox_impl.http.server import HttpLimits, RemoteBindRefused, cookie_name, serve_box
+from beebox_impl.http.server import (
+    HttpLimits,
+    MalformedFields,
+    RemoteBindRefused,
+    cookie_name,
+    parse_fields,
+    serve_box,
+)
 from beebox_impl.services.send import LoopRunner, Sender, SendOutcome, SendRequest
 from tests.impl.http.support import served_box
 
@@ -189,6 +198,64 @@ async def test_header_bounds(tmp_path: Path) -> None:
         )
         many = b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(20)) + b"\r\n"
         assert (await anyio.to_thread.run_sync(client.raw, many)).startswith(b"HTTP/1.1 431 ")
+
+
+@pytest.mark.parametrize(
+    ("head", "why"),
+    [
+        (b"X-Folded: one\r\n two\r\n\r\n", "Folded header lines are not accepted"),
+        (b"\tX-Leading: tab\r\n\r\n", "Folded header lines are not accepted"),
+        (b"No colon here\r\n\r\n", "Malformed header line"),
+        (b"X-Space : before the colon\r\n\r\n", "Malformed header line"),
+        (b": no name\r\n\r\n", "Malformed header line"),
+        (b"X-(Paren): not a token\r\n\r\n", "Malformed header line"),
+        (b"X-Bare: carriage\rreturn\r\n\r\n", "Malformed header value"),
+        (b"X-Nul: a\x00b\r\n\r\n", "Malformed header value"),
+    ],
+)
+def test_malformed_header_fields_are_refused(head: bytes, why: str) -> None:
+    with pytest.raises(MalformedFields, match=f"^{why}$"):
+        parse_fields(head)
+
+
+def test_header_fields_read_as_the_standard_library_reads_them() -> None:
+    head = (
+        b"Host: 127.0.0.1\r\nContent-Length:  12 \r\nX-Twice: a\n"
+        b"x-twice: b\r\nX-Latin: caf\xe9\r\nX-Empty:\r\n\r\nnot: a field\r\n"
+    )
+    fields = parse_fields(head)
+    standard = http.client.parse_headers(io.BufferedReader(io.BytesIO(head)))
+    assert type(fields) is type(standard)
+    # Values without their surrounding spaces; names matched without regard to case.
+    assert fields.items() == [(k, v.strip()) for k, v in standard.items()]
+    assert fields.get_all("X-TWICE") == ["a", "b"]
+    assert fields.get("content-length") == "12"
+    assert fields.get("X-Latin") == "café"
+    assert fields.get("X-Empty") == ""
+    assert fields.get("not") is None
+
+
+async def test_a_malformed_header_is_400_and_hides_nothing_behind_it(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        # The e-mail parser of the standard library stopped at the bad line and read
+        # the fields after it as a body: this send would have been refused 401.
+        body = b'{"message": "after a bad line"}'
+        request = (
+            b"POST /api/chat/send HTTP/1.1\r\nX-Bad header\r\n"
+            + f"Authorization: Bearer {client.token}\r\n".encode()
+            + b"Content-Type: application/json\r\n"
+            + b"Content-Length: %d\r\n\r\n" % len(body)
+            + body
+        )
+        answer = await anyio.to_thread.run_sync(client.raw, request)
+        assert answer.startswith(b"HTTP/1.1 400 ")
+        assert answer.endswith(b'{"error":"Malformed header line"}')
+        assert await _bus_rows(box) == 0
+        # The same request with a good line there is served (and closed, for `raw`).
+        good = request.replace(b"X-Bad header", b"Connection: close")
+        answer = await anyio.to_thread.run_sync(client.raw, good)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert await _bus_rows(box) == 1
 
 
 async def test_a_slow_client_cannot_hold_a_worker(tmp_path: Path) -> None:
