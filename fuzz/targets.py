@@ -18,7 +18,9 @@ handle (a typed rejection); anything else escaping is a finding.
   that renders back byte for byte, and a field write that changes that field only.
 - `http` (`HttpTarget`): one connection's raw bytes through the server's own
   request handler, on a real box: it never raises, never answers 500/503, and
-  without the token never answers anything of the box.
+  without the token never answers anything of the box; and the first request's
+  header block, where `parse_fields` accepts it, reads as the standard library's
+  own parser reads it (the same fields, values without their surrounding spaces).
 
 Inputs are small; `expand` turns a two-byte macro (``\\xfe`` then n) into
 (n + 1) × 2,048 bytes of base64 text, so a mutation of a few bytes can build a
@@ -31,6 +33,7 @@ from __future__ import annotations
 import atexit
 import base64
 import functools
+import http.client
 import io
 import json
 import os
@@ -52,7 +55,14 @@ import beebox_impl.web
 from beebox_impl.box import Box, BoxPaths, init_box
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.http.routes import StreamReply
-from beebox_impl.http.server import HttpLimits, _App, _Handler, _Server
+from beebox_impl.http.server import (
+    HttpLimits,
+    MalformedFields,
+    _App,
+    _Handler,
+    _Server,
+    parse_fields,
+)
 from beebox_impl.review.cards import (
     FIELD_TITLE,
     CardFormatError,
@@ -456,6 +466,9 @@ class HttpTarget:
         return bytes(answer)
 
     def __call__(self, data: bytes) -> None:
+        head = _first_head(data)
+        if head is not None:
+            _fields_as_the_standard_library_reads_them(head)
         answer = self.exchange(data)
         statuses = [int(status) for status in _STATUS.findall(answer)]
         # A route that raised is a 500; a full server would be 503 (one connection here).
@@ -463,6 +476,32 @@ class HttpTarget:
         if FUZZ_TOKEN.encode() not in data:
             leaked = [mark for mark in self._marks if mark in answer]
             assert not leaked, (leaked, answer[:400])
+
+
+def _first_head(data: bytes) -> bytes | None:
+    """The header block of the first request in ``data`` (the lines after its request
+    line, up to and with the blank line), as the handler reads it; None if unfinished."""
+    _line, newline, rest = data.partition(b"\n")
+    if not newline:
+        return None
+    lines = io.BytesIO(rest).readlines()
+    for count, line in enumerate(lines, 1):
+        if line in (b"\r\n", b"\n"):
+            return b"".join(lines[:count])
+    return None
+
+
+def _fields_as_the_standard_library_reads_them(head: bytes) -> None:
+    try:
+        ours = parse_fields(head)
+    except MalformedFields:
+        return
+    try:
+        standard = http.client.parse_headers(io.BufferedReader(io.BytesIO(head)))
+    except http.client.HTTPException:
+        return  # past the standard library's own bounds (100 fields, 64 KiB lines)
+    expected = [(name, value.strip(" \t")) for name, value in standard.items()]
+    assert ours.items() == expected, (head[:400], ours.items(), expected)
 
 
 async def _loop_token() -> anyio.lowlevel.EventLoopToken:
