@@ -115,8 +115,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 # A field name is a token (RFC 9110 §5.1, §5.6.2); a value holds no CR, LF or NUL.
-_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FIELD_VALUE_FORBIDDEN = re.compile(r"[\r\n\x00]")
+_FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE_FORBIDDEN: Final = re.compile(r"[\r\n\x00]")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 _JSON_TYPE: Final = "application/json"
@@ -213,7 +213,7 @@ def parse_fields(head: bytes) -> HTTPMessage:
 
 class _FieldsFollow(Exception):
     """The standard library's `parse_request` has read the request line and now
-    reads the fields: `_Handler.parse_request` parses them itself."""
+    reads the fields: `_Handler._parse_request` parses them itself."""
 
 
 class _FieldsReader(io.BufferedIOBase):
@@ -454,7 +454,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send_reply(error_reply(400, str(error)))
             return False
-        # What the standard library does with the fields once it has them.
+        # What the standard library does with the fields once it has them (this
+        # server speaks HTTP/1.1, so its protocol-version conditions always hold).
         connection = self.headers.get("Connection", "").lower()
         if connection == "close":
             self.close_connection = True
