@@ -187,6 +187,11 @@ def _http() -> list[bytes]:
         b"BREW / HTTP/1.1\r\n\r\n",
         # Two requests on one connection (keep-alive, pipelined).
         _request("GET", "/api/chat/bootstrap", token=True) * 2,
+        # A finding (12-04): a target urlsplit refuses once it drops the control bytes.
+        b"GET \x00\x00\x00\x00//\xbb]TP!\xce\xce\xf2\nHot:s\n",
+        # Header blocks parse_fields refuses: folded, space before the colon.
+        b"GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n",
+        b"GET / HTTP/1.1\r\nX-A : one\r\n\r\n",
     ]
     return requests
 

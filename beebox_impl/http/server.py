@@ -553,7 +553,14 @@ class _Handler(BaseHTTPRequestHandler):
         app = self.server.app
         if app.stopping.is_set():
             self.close_connection = True
-        url = urlsplit(self.path)
+        try:
+            url = urlsplit(self.path)
+        except ValueError:
+            # urlsplit drops leading control characters and may then read "//x]"
+            # as a host with half an IPv6 bracket (found by the http fuzz target).
+            self.close_connection = True
+            self._send_reply(error_reply(400, "Malformed request target"))
+            return
         path = url.path
         if path != "/api" and not path.startswith("/api/"):
             public = find_route(path)

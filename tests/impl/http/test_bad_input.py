@@ -258,6 +258,18 @@ async def test_a_malformed_header_is_400_and_hides_nothing_behind_it(tmp_path: P
         assert await _bus_rows(box) == 1
 
 
+async def test_a_request_target_urlsplit_refuses_is_400(tmp_path: Path) -> None:
+    # Found by the http fuzz target: urlsplit drops the leading control character,
+    # reads "//x]" as a host and raises; the handler raised and answered nothing.
+    async with served_box(tmp_path) as (_, client, _):
+        for target in (b"\x01//x]y", b"\x00\x00//\xbb]TP"):
+            answer = await anyio.to_thread.run_sync(
+                client.raw, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+            )
+            assert answer.startswith(b"HTTP/1.1 400 "), answer
+            assert answer.endswith(b'{"error":"Malformed request target"}')
+
+
 async def test_a_slow_client_cannot_hold_a_worker(tmp_path: Path) -> None:
     limits = HttpLimits(header_timeout=0.5)
     async with served_box(tmp_path, limits=limits) as (_, client, _):
