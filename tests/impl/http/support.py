@@ -84,6 +84,24 @@ class Client:
             lambda: self.request(method, path, **options), limiter=limiter
         )
 
+    def open_events(
+        self, timeout: float
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """``GET /api/events`` with the token: the connection (the caller closes it)
+        and the response, checked to be a 200 event stream."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.request(
+                "GET", "/api/events", headers={"Authorization": f"Bearer {self.token}"}
+            )
+            response = connection.getresponse()
+            assert response.status == 200
+            assert response.getheader("Content-Type", "").startswith("text/event-stream")
+        except BaseException:
+            connection.close()
+            raise
+        return connection, response
+
     def raw(self, data: bytes, *, read_timeout: float = 10) -> bytes:
         """Send raw bytes on a fresh connection; everything the server says until it closes."""
         with socket.create_connection((self.host, self.port), timeout=read_timeout) as sock:

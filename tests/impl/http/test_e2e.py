@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import threading
 from pathlib import Path
@@ -128,14 +127,8 @@ async def test_events_arrive_in_order(tmp_path: Path) -> None:
         received: list[tuple[int, str, Any]] = []
 
         def listen() -> None:
-            connection = http.client.HTTPConnection(client.host, client.port, timeout=20)
+            connection, response = client.open_events(timeout=20)
             try:
-                connection.request(
-                    "GET", "/api/events", headers={"Authorization": f"Bearer {client.token}"}
-                )
-                response = connection.getresponse()
-                assert response.status == 200
-                assert response.getheader("Content-Type", "").startswith("text/event-stream")
                 event: dict[str, str] = {}
                 while True:
                     line = response.fp.readline().decode().rstrip("\n")
@@ -198,13 +191,8 @@ async def test_an_event_stream_that_fails_is_logged_and_closed(
         monkeypatch.setattr(box, "subscribe", FailingSubscription)
 
         def listen() -> bytes:
-            connection = http.client.HTTPConnection(client.host, client.port, timeout=10)
+            connection, response = client.open_events(timeout=10)
             try:
-                connection.request(
-                    "GET", "/api/events", headers={"Authorization": f"Bearer {client.token}"}
-                )
-                response = connection.getresponse()
-                assert response.status == 200
                 # The head is out: the stream ends (the connection closes), no hang.
                 return response.read()
             finally:
