@@ -437,8 +437,8 @@ def to_iso_timestamp(now: datetime) -> str:
     # A naive time has no instant: a caller bug.
     if now.tzinfo is None:
         raise InvariantError("an ISO timestamp needs a timezone-aware time")
-    utc = now.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # `isoformat`, not `strftime`: glibc's "%Y" writes the year 999 as "999", not "0999".
+    return now.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 # What Claude Code and JavaScript's `Date.prototype.toISOString` write

@@ -81,7 +81,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
-from uuid import uuid4
 
 import anyio
 from anyio.lowlevel import checkpoint
@@ -95,8 +94,10 @@ from beebox_impl.engine.messages import (
     zero_usage,
 )
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
+from beebox_impl.ids import new_uuid4
 from beebox_impl.transcript.location import InvalidSessionId, transcript_path
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import image_blocks
 
 __all__ = [
@@ -129,10 +130,6 @@ _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment
 _TAIL_BLOCK = 64 * 1024
 # A turn's lines up to this size are appended on the loop (module doc).
 INLINE_APPEND_BYTES = 64 * 1024
-
-
-def _new_uuid() -> str:
-    return str(uuid4())
 
 
 # ---------------------------------------------------------------------------
@@ -191,9 +188,8 @@ def describe_turn(content: TurnContent) -> str:
 
 
 def iso_timestamp(moment: datetime) -> str:
-    """JavaScript's ``toISOString``: UTC, milliseconds, ``Z`` (a naive time is taken as UTC)."""
-    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    """`to_iso_timestamp`, with a naive time taken as UTC (a test's clock may be naive)."""
+    return to_iso_timestamp(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
 
 
 def _transcript_block(block: JsonObject) -> JsonObject:
@@ -231,8 +227,14 @@ def _encode_line(line: JsonObject) -> bytes:
 
 def _append(path: Path, data: bytes) -> None:
     """Append whole lines in one write: O_APPEND, the file created 0600, its folders created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        # The folders only when missing: a `mkdir` every turn cost a failed system
+        # call and its exception on the loop.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -581,7 +583,7 @@ class EchoEngine:
         self,
         projects_root: Path,
         clock: Callable[[], datetime],
-        new_id: Callable[[], str] = _new_uuid,
+        new_id: Callable[[], str] = new_uuid4,
         *,
         offload_io: bool = True,
         replay_user_messages: bool = False,

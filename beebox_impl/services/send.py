@@ -50,7 +50,6 @@ import base64
 import binascii
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,6 +57,7 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import anyio
 
+from beebox_impl.ids import new_uuid4
 from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
 from beebox_impl.services.events import BoxEventHub
 from beebox_impl.session.chat import ChatSession
@@ -281,10 +281,6 @@ async def _set_event(event: anyio.Event) -> None:
     event.set()
 
 
-def _new_turn_id() -> str:
-    return str(uuid.uuid4())
-
-
 class ChatSendService:
     """The box's send (see the module doc): `send` on the box's event loop, or
     `send_from_thread` from a thread of the host's own."""
@@ -296,7 +292,7 @@ class ChatSendService:
         acceptance: AcceptanceStore,
         events: BoxEventHub,
         clock: SessionClock,
-        new_turn_id: Callable[[], str] = _new_turn_id,
+        new_turn_id: Callable[[], str] = new_uuid4,
     ) -> None:
         self._session = session
         self._acceptance = acceptance

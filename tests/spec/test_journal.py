@@ -499,6 +499,8 @@ def test_to_iso_timestamp_is_javascripts() -> None:
     assert to_iso_timestamp(datetime(2026, 7, 28, 6, 0, tzinfo=timezone(timedelta(hours=2)))) == (
         "2026-07-28T04:00:00.000Z"
     )
+    # `new Date(Date.UTC(999, 0, 1)).toISOString()`: four digits of year.
+    assert to_iso_timestamp(datetime(999, 1, 1, tzinfo=UTC)) == "0999-01-01T00:00:00.000Z"
     with pytest.raises(InvariantError):
         to_iso_timestamp(datetime(2026, 7, 28, 4, 0))  # naive on purpose
 

@@ -590,3 +590,20 @@ async def test_a_text_turn_is_appended_on_the_loop_and_a_photo_turn_where_offloa
     assert text_on_loop
     assert photo_on_loop is not offload_io
     await run.close()
+
+
+async def test_a_turn_recreates_the_transcripts_folder_if_it_was_removed(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    await turn(run, stream, "first")
+    # Someone clears the projects folder between turns: the next turn's lines still land.
+    run.transcript_path.unlink()
+    run.transcript_path.parent.rmdir()
+    await turn(run, stream, "second")
+    user, assistant = read_lines(run.transcript_path)
+    assert user["message"]["content"] == "second"
+    assert assistant["type"] == "assistant"
+    assert stat.S_IMODE(run.transcript_path.stat().st_mode) == 0o600
+    await run.close()
