@@ -603,7 +603,7 @@ async def test_a_turn_recreates_the_transcripts_folder_if_it_was_removed(
     run.transcript_path.parent.rmdir()
     await turn(run, stream, "second")
     user, assistant = read_lines(run.transcript_path)
-    assert user["message"]["content"] == "second"
+    assert user["message"] == {"role": "user", "content": "second"}
     assert assistant["type"] == "assistant"
     assert stat.S_IMODE(run.transcript_path.stat().st_mode) == 0o600
     await run.close()
