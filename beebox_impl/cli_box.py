@@ -28,7 +28,6 @@ import signal
 import sys
 import urllib.error
 import urllib.request
-import uuid
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -46,6 +45,7 @@ from beebox_impl.http.server import (
     check_host,
     serve_box,
 )
+from beebox_impl.ids import new_uuid4
 from beebox_impl.schedule import run_schedules
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
@@ -194,7 +194,7 @@ def _chat_send(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, OSError) as error:
         print(f"bbx: {error}", file=sys.stderr)
         return EXIT_USAGE
-    body: dict[str, object] = {"message": args.text, "messageId": str(uuid.uuid4())}
+    body: dict[str, object] = {"message": args.text, "messageId": new_uuid4()}
     if images:
         body["images"] = images
     request = urllib.request.Request(
