@@ -37,8 +37,8 @@ def tests(session: nox.Session) -> None:
     # leaves the machine) run against local fake servers through them.
     install(session, "test", "anthropic", "openai")
     # One worker a core, at most four: the suite's crash and load tests start servers
-    # and clients of their own beside the workers. On CI's two cores this took the
-    # suite from 8 min 7 s to 5 min 14 s (12-04, one run each).
+    # and clients of their own beside the workers. On CI's two cores (12-04, fresh-clone
+    # runs) the suite took 8 min 7 s on one worker and 4 min 3 s to 4 min 21 s on two.
     workers = str(min(os.cpu_count() or 1, 4))
     session.run("pytest", "-n", workers, "--ignore=tests/web", *session.posargs)
 

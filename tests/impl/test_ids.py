@@ -15,7 +15,7 @@ def test_new_uuid4_is_a_canonical_random_uuid() -> None:
         assert str(parsed) == text  # lower-case hex, hyphens at 8-4-4-4-12
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
-    # Every random bit is used: across 2000 uuids, no other hex position is constant.
+    # The random digits vary: across 2000 uuids, no hex position but the version's is constant.
     fixed = {14}  # the version digit
     for position in range(36):
         if text[position] == "-" or position in fixed:
