@@ -22,7 +22,9 @@ claim) in the handler thread itself, then crosses to the loop once (as the box's
 handlers do, `anyio.from_thread.run` with the loop's token), as the hand-over
 to the session on the loop must, and answers. No auth, no validation, no session,
 no events, no worker-thread hop: a send cannot do less, so a target below this
-floor is out of reach of any box of this shape.
+floor is out of reach of any box of this shape. Beside it, the floor's two halves
+alone (the commit without the crossing, the crossing without the commit), to show
+what each costs on this machine.
 
 Every client runs in a process of its own (one process for all of them, a thread
 each), for the baseline, the floor and the box alike: a client thread in the
@@ -30,7 +32,8 @@ server's process would take the interpreter lock from the server it measures, wh
 a browser does not.
 
 Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
-fewer requests, for a smoke run).
+fewer requests, for a smoke run). ``--box-sends N [--box-clients C]`` runs the box's
+sends alone, to be profiled (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -96,15 +99,16 @@ class _Fixed200(BaseHTTPRequestHandler):
 
 
 class _FloorSend(_Fixed200):
-    """The architecture floor's handler (module doc): commit, then one crossing to the loop."""
+    """The architecture floor's handler (module doc): commit, then one crossing to the
+    loop; or one of the two alone, as its server says."""
 
     server: _FloorServer
 
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        row_id = self.server.run_on_loop(
-            self.server.hand_over, self.server.commit(request["messageId"])
-        )
+        row_id = self.server.commit(request["messageId"]) if self.server.commits else 0
+        if self.server.crosses:
+            row_id = self.server.run_on_loop(self.server.hand_over, row_id)
         body = json.dumps({"turnId": str(row_id)}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -116,8 +120,17 @@ class _FloorSend(_Fixed200):
 class _FloorServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, run_on_loop: Callable[..., Any], database: Path) -> None:
+    def __init__(
+        self,
+        run_on_loop: Callable[..., Any],
+        database: Path,
+        *,
+        commits: bool = True,
+        crosses: bool = True,
+    ) -> None:
         self.run_on_loop = run_on_loop
+        self.commits = commits
+        self.crosses = crosses
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
         self._connection.execute("PRAGMA journal_mode=WAL")
@@ -303,10 +316,32 @@ async def _send_p50s(
     return p50
 
 
-async def _run(folder: Path, quick: bool) -> None:
+async def _box_sends(
+    clients_process: _Clients, box: Box, port: int, sends: int, counts: tuple[int, ...] = (1, 16)
+) -> dict[int, list[float]]:
+    """``sends`` sends to the box from each count of clients; print each line; the latencies."""
+    latencies: dict[int, list[float]] = {}
+    for clients in counts:
+        seconds, latencies[clients], failed = await clients_process.drive(
+            port, clients, max(1, sends // clients), _post_send(box.token)
+        )
+        print(_line(f"box send, {clients} client(s)", seconds, latencies[clients], failed))
+    return latencies
+
+
+async def _run(
+    folder: Path, quick: bool, box_sends: int | None, box_clients: tuple[int, ...]
+) -> None:
     clients_process = _Clients()
     try:
-        await _measure(clients_process, folder, quick)
+        if box_sends is None:
+            await _measure(clients_process, folder, quick)
+            return
+        async with (
+            Box.open(folder / "box", projects_root=folder / "projects") as box,
+            serve_box(box, port=0) as running,
+        ):
+            await _box_sends(clients_process, box, running.port, box_sends, box_clients)
     finally:
         clients_process.close()
 
@@ -327,17 +362,25 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
     run_on_loop = partial(anyio.from_thread.run, token=anyio.lowlevel.current_token())
     floor = await anyio.to_thread.run_sync(_FloorServer, run_on_loop, folder / "floor.sqlite3")
     floor_p50 = await _send_p50s(clients_process, floor, "architecture floor", sends)
+    halves: dict[str, dict[int, float]] = {}
+    for half, commits in (("commit", True), ("crossing", False)):
+        server = await anyio.to_thread.run_sync(
+            partial(
+                _FloorServer,
+                run_on_loop,
+                folder / f"floor-{half}.sqlite3",
+                commits=commits,
+                crosses=not commits,
+            )
+        )
+        halves[half] = await _send_p50s(clients_process, server, f"floor, {half} alone", sends)
 
     async with (
         Box.open(folder / "box", projects_root=projects) as box,
         serve_box(box, port=0) as running,
     ):
-        for clients in (1, 16):
-            per_client = max(1, sends // clients)
-            seconds, latencies, failed = await clients_process.drive(
-                running.port, clients, per_client, _post_send(box.token)
-            )
-            print(_line(f"box send, {clients} client(s)", seconds, latencies, failed))
+        box_latencies = await _box_sends(clients_process, box, running.port, sends)
+        for clients, latencies in box_latencies.items():
             send_target = 3 * baseline_p50[clients] + fsync
             below = " (the target is below the floor)" if send_target < floor_p50[clients] else ""
             verdicts.append(
@@ -351,7 +394,9 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
             verdicts.append(
                 f"    (info) architecture floor, {clients} client(s): p50"
                 f" {floor_p50[clients] * 1000:.3f} ms; box send / floor ="
-                f" {_percentile(latencies, 0.5) / floor_p50[clients]:.2f}x{below}"
+                f" {_percentile(latencies, 0.5) / floor_p50[clients]:.2f}x{below};"
+                f" its commit alone {halves['commit'][clients] * 1000:.3f} ms,"
+                f" its crossing alone {halves['crossing'][clients] * 1000:.3f} ms"
             )
 
         print("GET /api/chat/history?tail=200")
@@ -390,9 +435,27 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small configuration for a smoke run")
+    parser.add_argument(
+        "--box-sends",
+        type=int,
+        metavar="N",
+        help="only the box's sends, N by 1 client, then N by 16 clients: no baselines and no"
+        " targets (a run to profile, docs/performance.md)",
+    )
+    parser.add_argument(
+        "--box-clients",
+        type=int,
+        metavar="C",
+        help="with --box-sends: only the N sends by C clients",
+    )
     args = parser.parse_args(argv)
+    if args.box_sends is not None and args.box_sends < 1:
+        parser.error("--box-sends takes a count of at least 1")
+    if args.box_clients is not None and (args.box_sends is None or args.box_clients < 1):
+        parser.error("--box-clients takes a count of at least 1, with --box-sends")
+    box_clients = (1, 16) if args.box_clients is None else (args.box_clients,)
     with tempfile.TemporaryDirectory(prefix="bbx-bench-http-") as folder:
-        anyio.run(_run, Path(folder), args.quick)
+        anyio.run(_run, Path(folder), args.quick, args.box_sends, box_clients)
     return 0
 
 

@@ -16,10 +16,10 @@ if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
 
-def run_quick(script: str, *, timeout: float) -> str:
-    """Run `bench/<script> --quick` and answer what it printed (it must exit 0)."""
+def run_quick(script: str, *arguments: str, timeout: float) -> str:
+    """Run `bench/<script> --quick [arguments]` and answer what it printed (it must exit 0)."""
     done = subprocess.run(
-        [sys.executable, str(BENCH_DIR / script), "--quick"],
+        [sys.executable, str(BENCH_DIR / script), "--quick", *arguments],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -15,6 +15,10 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
             "  baseline fixed 200, 16 client(s)",
             "  architecture floor, 1 client(s)",
             "  architecture floor, 16 client(s)",
+            "  floor, commit alone, 1 client(s)",
+            "  floor, commit alone, 16 client(s)",
+            "  floor, crossing alone, 1 client(s)",
+            "  floor, crossing alone, 16 client(s)",
             "  box send, 1 client(s)",
             "  box send, 16 client(s)",
             "  baseline in-process tail=200",
@@ -30,3 +34,21 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
         if "req/s" in line:
             # No request of the smoke run failed.
             assert line.endswith("failed 0"), line
+
+
+def test_box_sends_alone_print_the_box_lines_only() -> None:
+    out = run_quick("box_http.py", "--box-sends", "32", timeout=120)
+    found = lines_in_order(out, ("  box send, 1 client(s)", "  box send, 16 client(s)"))
+    assert all(line.endswith("failed 0") for line in found), out
+    # A run to profile: nothing but the box serves, and no target is judged.
+    assert "baseline" not in out, out
+    assert "floor" not in out, out
+    assert "target" not in out, out
+
+
+def test_box_sends_by_one_count_of_clients() -> None:
+    out = run_quick("box_http.py", "--box-sends", "24", "--box-clients", "4", timeout=120)
+    box_lines = [line for line in out.splitlines() if line.startswith("  box send")]
+    assert len(box_lines) == 1, out
+    assert box_lines[0].startswith("  box send, 4 client(s)"), out
+    assert box_lines[0].endswith("failed 0"), out
