@@ -41,7 +41,7 @@ from beebox_impl.http import serve_box
 
 def _drive(port: int, token: str, clients: int, seconds: float) -> None:
     """The child process: `load.Client`s with photos, as `bench/load.py` runs them."""
-    photo = base64.b64encode(os.urandom(load.PHOTO_BYTES)).decode()
+    photo = base64.b64encode(os.urandom(load.PHOTO_KIB * 1024)).decode()
     server = types.SimpleNamespace(port=port, token=token)
     tally = load.Tally()
     stop_at = time.monotonic() + seconds

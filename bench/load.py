@@ -26,6 +26,8 @@ session, transcripts and media.
 
 Run it: ``python bench/load.py`` (64 clients, 60 s warm-up, 300 s measured),
 ``--quick`` (8 clients, 5 s + 20 s), or ``--clients N --seconds S --warm-up W``;
+``--photo-kib K`` sends photos of K KiB (256 by default; 0: sends without a photo,
+so no media is fetched either: a run that isolates what photos cost);
 ``--json FILE`` keeps the figures.
 """
 
@@ -57,7 +59,7 @@ from beebox_impl.transcript.index import FileIdentity, build_index
 
 MIX = (("send", 2), ("history", 4), ("media", 3), ("bootstrap", 1))
 # Over the strip mark once base64-encoded (256 KiB a line): served back by reference.
-PHOTO_BYTES = 256 * 1024
+PHOTO_KIB = 256
 # "Flat": over the measured run, after the warm-up, RSS grows at most this much.
 FLAT_GROWTH_PCT = 5.0
 WARM_UP_S = 60.0
@@ -122,7 +124,7 @@ class Tally:
 class Client:
     """One client: a keep-alive connection, its own random mix, its own event listener."""
 
-    def __init__(self, server: Server, tally: Tally, number: int, photo: str) -> None:
+    def __init__(self, server: Server, tally: Tally, number: int, photo: str | None) -> None:
         self.server = server
         self.tally = tally
         self.number = number
@@ -164,14 +166,10 @@ class Client:
     def one(self, operation: str) -> bool:
         """Do ``operation``; False when there was nothing to do (no request made)."""
         if operation == "send":
-            body = {
-                "message": f"client {self.number} says {uuid.uuid4().hex[:8]}",
-                "messageId": str(uuid.uuid4()),
-                "images": [{"mediaType": "image/png", "data": self.photo}],
-            }
             if self.deferred is not None and time.monotonic() < self.deferred_until:
                 return False  # this client's message waits for its retry time
-            path, data = "/api/chat/send", self.deferred or json.dumps(body).encode()
+            body = self.deferred or send_body(self.number, self.photo)
+            path, data = "/api/chat/send", body
             status, answer = self._request("POST", path, data, keep_headers=True)
             self.deferred = data if status == 429 else None
             if status == 429:
@@ -285,6 +283,30 @@ def _growth_pct(before: float, after: float) -> float:
     return round(100 * (after - before) / before, 1) if before else 0.0
 
 
+def send_body(client: int, photo: str | None) -> bytes:
+    """A send's body: a fresh text and ``messageId``, and ``photo`` (base64) if any."""
+    body: dict[str, Any] = {
+        "message": f"client {client} says {uuid.uuid4().hex[:8]}",
+        "messageId": str(uuid.uuid4()),
+    }
+    if photo is not None:
+        body["images"] = [{"mediaType": "image/png", "data": photo}]
+    return json.dumps(body).encode()
+
+
+def _rss_trend_mib_per_min(samples: list[tuple[float, float]]) -> float:
+    """The least-squares slope of (seconds, MiB) readings, in MiB a minute.
+
+    For information beside the level: a rise that goes on at a steady rate shows
+    here however the readings swing; 0 with fewer than two distinct times.
+    """
+    times = [seconds / 60 for seconds, _ in samples]
+    if len(set(times)) < 2:
+        return 0.0
+    slope, _intercept = statistics.linear_regression(times, [rss for _, rss in samples])
+    return round(slope, 3)
+
+
 def _rss_figures(before_warm_up: float, samples: list[float]) -> dict[str, float]:
     """The server's RSS before the warm-up and over the measured run (MiB).
 
@@ -350,12 +372,18 @@ def _chat_index_figures(projects: Path, sizes_at_start: dict[Path, int]) -> dict
     }
 
 
-def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str, Any]:
+def run(
+    clients: int, seconds: float, folder: Path, warm_up: float, photo_kib: int = PHOTO_KIB
+) -> dict[str, Any]:
     """The load run; its figures."""
     projects = folder / "projects"
     server = start_server(folder / "box", projects, folder / "serve.log")
     tally = Tally()
-    photo = base64.b64encode(random.Random(7).randbytes(PHOTO_BYTES)).decode("ascii")
+    photo = (
+        base64.b64encode(random.Random(7).randbytes(photo_kib * 1024)).decode("ascii")
+        if photo_kib
+        else None
+    )
     stop = threading.Event()
     ready = threading.Barrier(clients + 1)
     open_streams: list[http.client.HTTPConnection] = []
@@ -433,7 +461,9 @@ def run(clients: int, seconds: float, folder: Path, warm_up: float) -> dict[str,
         "sends_deferred_429": tally.deferred,
         "events_received": tally.events,
         "warm_up_s": warm_up,
+        "photo_kib": photo_kib,
         "rss_mib": _rss_figures(cold_usage[0], [rss for _, rss, _ in samples]),
+        "rss_trend_mib_per_min": _rss_trend_mib_per_min([(t, rss) for t, rss, _ in samples]),
         "rss_parts_mib": {
             name: _rss_figures(cold_parts[name], [part[name] for part in parts])
             for name in RSS_FIELDS[1:]
@@ -453,13 +483,22 @@ def main(argv: list[str] | None = None) -> int:
         "--warm-up", type=float, default=WARM_UP_S, help="seconds of load before measuring"
     )
     parser.add_argument("--quick", action="store_true", help="8 clients for 20 s (a smoke run)")
+    parser.add_argument(
+        "--photo-kib",
+        type=int,
+        default=PHOTO_KIB,
+        help="the photo a send carries, in KiB (0: no photo, and no media to fetch)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
+    if args.photo_kib < 0:
+        parser.error("--photo-kib takes 0 or more")
     clients, seconds = (8, 20.0) if args.quick else (args.clients, args.seconds)
     warm_up = 5.0 if args.quick else args.warm_up
     with tempfile.TemporaryDirectory(prefix="bbx-load-") as folder:
-        figures = run(clients, seconds, Path(folder), warm_up)
-    print(f"load: {figures['clients']} clients, {figures['seconds']} s on loopback")
+        figures = run(clients, seconds, Path(folder), warm_up, args.photo_kib)
+    photos = f"{args.photo_kib} KiB photos" if args.photo_kib else "no photos"
+    print(f"load: {figures['clients']} clients, {figures['seconds']} s on loopback, {photos}")
     print(f"  throughput       {figures['throughput_per_s']} requests/s ({figures['operations']})")
     for operation, row in figures["per_operation"].items():
         p50, p99 = row["p50_ms"], row["p99_ms"]
@@ -484,6 +523,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, part in figures["rss_parts_mib"].items()
     )
     print(f"                   its parts' levels (MiB): {levels}")
+    print(
+        f"                   trend {figures['rss_trend_mib_per_min']:+.3f} MiB a minute"
+        " (least squares over the readings; for information)"
+    )
     index = figures["chat_index"]
     level_rise = rss["level_last_third"] - rss["level_first_third"]
     print(
