@@ -182,7 +182,7 @@ async def test_an_event_stream_that_fails_is_logged_and_closed(
             def __init__(self) -> None:
                 self.inner = subscribe()
 
-            async def receive(self) -> object:
+            async def receive_batch(self) -> object:
                 raise RuntimeError("the relay broke")
 
             def close(self) -> None:
