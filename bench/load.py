@@ -168,9 +168,8 @@ class Client:
         if operation == "send":
             if self.deferred is not None and time.monotonic() < self.deferred_until:
                 return False  # this client's message waits for its retry time
-            body = self.deferred or send_body(self.number, self.photo)
-            path, data = "/api/chat/send", body
-            status, answer = self._request("POST", path, data, keep_headers=True)
+            data = self.deferred or send_body(self.number, self.photo)
+            status, answer = self._request("POST", "/api/chat/send", data, keep_headers=True)
             self.deferred = data if status == 429 else None
             if status == 429:
                 self.deferred_until = time.monotonic() + float(self.retry_after or 1)
