@@ -51,8 +51,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -316,6 +317,16 @@ async def _send_p50s(
     return p50
 
 
+@asynccontextmanager
+async def _served_box(folder: Path) -> AsyncIterator[tuple[Box, int]]:
+    """A fresh box on its embedded defaults, served on a free port: (box, port)."""
+    async with (
+        Box.open(folder / "box", projects_root=folder / "projects") as box,
+        serve_box(box, port=0) as running,
+    ):
+        yield box, running.port
+
+
 async def _box_sends(
     clients_process: _Clients, box: Box, port: int, sends: int, counts: tuple[int, ...] = (1, 16)
 ) -> dict[int, list[float]]:
@@ -337,11 +348,8 @@ async def _run(
         if box_sends is None:
             await _measure(clients_process, folder, quick)
             return
-        async with (
-            Box.open(folder / "box", projects_root=folder / "projects") as box,
-            serve_box(box, port=0) as running,
-        ):
-            await _box_sends(clients_process, box, running.port, box_sends, box_clients)
+        async with _served_box(folder) as (box, port):
+            await _box_sends(clients_process, box, port, box_sends, box_clients)
     finally:
         clients_process.close()
 
@@ -375,11 +383,8 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
         )
         halves[half] = await _send_p50s(clients_process, server, f"floor, {half} alone", sends)
 
-    async with (
-        Box.open(folder / "box", projects_root=projects) as box,
-        serve_box(box, port=0) as running,
-    ):
-        box_latencies = await _box_sends(clients_process, box, running.port, sends)
+    async with _served_box(folder) as (box, port):
+        box_latencies = await _box_sends(clients_process, box, port, sends)
         for clients, latencies in box_latencies.items():
             send_target = 3 * baseline_p50[clients] + fsync
             below = " (the target is below the floor)" if send_target < floor_p50[clients] else ""
@@ -415,9 +420,9 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
             in_process.append(time.perf_counter() - started)
         print(_line("baseline in-process tail=200", sum(in_process), in_process, 0))
         path = f"/api/chat/history?session={generated.session_id}&tail=200"
-        await clients_process.drive(running.port, 1, 1, _get(path, box.token))
+        await clients_process.drive(port, 1, 1, _get(path, box.token))
         seconds, latencies, failed = await clients_process.drive(
-            running.port, 1, history_requests, _get(path, box.token)
+            port, 1, history_requests, _get(path, box.token)
         )
         print(_line("box history tail=200 over HTTP", seconds, latencies, failed))
         verdicts.append(
