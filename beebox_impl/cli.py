@@ -111,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chat_media(args)
     if args.command == "chat" and args.chat_command == "review":
         return run_review_command(args)
-    handled = run_box_command(args)
+    # Called without arguments, this is the process's own command line (the script).
+    handled = run_box_command(args, owns_process=argv is None)
     if handled is not None:
         return handled
     parser.print_help()

@@ -11,7 +11,9 @@
   send``. SIGINT or SIGTERM shuts it down cleanly: requests in flight finish,
   then the session and the database close. A non-loopback ``--host`` needs
   ``--allow-remote``. As the owner of its process, it sets glibc's allocator
-  for a long-lived server first (`beebox_impl.allocator`).
+  up for a long-lived server first: started as the ``bbx`` command, it executes
+  itself again (same pid) with glibc's per-thread caches off, then fixes the
+  thresholds and arenas (`beebox_impl.allocator`).
 - ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
   sends a message to a running box over HTTP (with a fresh ``messageId``, so a
   retry of the same command line is not a second message) and prints its answer.
@@ -34,7 +36,7 @@ from typing import Final
 
 import anyio
 
-from beebox_impl.allocator import tune_allocator_for_serving
+from beebox_impl.allocator import restart_for_serving, tune_allocator_for_serving
 from beebox_impl.box import Box, BoxPaths, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.protocol import Engine
@@ -95,14 +97,19 @@ def add_box_commands(
     send.add_argument("--token", help="the box's token (default: the box's token file)")
 
 
-def run_box_command(args: argparse.Namespace) -> int | None:
-    """Run ``args`` if it is one of these commands; None when it is not."""
+def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> int | None:
+    """Run ``args`` if it is one of these commands; None when it is not.
+
+    ``owns_process``: the process was started as this command (the ``bbx`` script,
+    ``python -m beebox_impl.cli``), so `bbx serve` may restart it to set glibc's
+    allocator up (`beebox_impl.allocator.restart_for_serving`).
+    """
     if args.command == "init":
         paths = init_box(args.dir)
         print(f"box ready at {paths.root}")
         return 0
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, owns_process=owns_process)
     if args.command == "chat" and args.chat_command == "send":
         return _chat_send(args)
     return None
@@ -155,13 +162,16 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
             background.cancel_scope.cancel()
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
     try:
         check_host(args.host, allow_remote=args.allow_remote)
     except RemoteBindRefused as error:
         print(f"bbx: {error}; pass --allow-remote", file=sys.stderr)
         return EXIT_USAGE
-    # Before any thread starts: the box's photo buffers stay out of the heaps.
+    # Before any thread starts: no per-thread caches that each connection's thread
+    # fills for as long as it lives, and the photo buffers out of the heaps.
+    if owns_process:
+        restart_for_serving()
     tune_allocator_for_serving()
     failed = False
     try:
