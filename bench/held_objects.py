@@ -3,8 +3,9 @@
 `bench/load.py` watches a `bbx serve` child from outside: its RSS, which swings
 with the photos in flight and includes what the C allocator keeps. This asks the
 other question — does the box *hold* more Python objects as it serves? — where it
-can be answered: the box runs in this process (allocator tuned as `bbx serve`
-tunes it, `beebox_impl.allocator`), and the load clients of `bench/load.py` run in
+can be answered: the box runs in this process (allocator set up as `bbx serve`
+sets it up, `beebox_impl.allocator`: run as a script, it starts itself again with
+glibc's per-thread caches off), and the load clients of `bench/load.py` run in
 a child process, so nothing of theirs is counted. Every ``--every`` seconds, after
 `gc.collect()`, it prints `sys.getallocatedblocks()` (every live object of
 Python's own allocator, containers or not), the number of objects the collector
@@ -34,7 +35,7 @@ from pathlib import Path
 import anyio
 import load
 
-from beebox_impl.allocator import tune_allocator_for_serving
+from beebox_impl.allocator import restart_for_serving, tune_allocator_for_serving
 from beebox_impl.box import Box
 from beebox_impl.http import serve_box
 
@@ -133,4 +134,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    restart_for_serving()
     raise SystemExit(main())
