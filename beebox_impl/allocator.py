@@ -100,9 +100,9 @@ class AllocatorTuning:
 
 def tune_allocator_for_serving() -> AllocatorTuning:
     """Fix glibc's mmap and trim thresholds and cap its arenas; a no-op elsewhere."""
-    library, _version = platform.libc_ver()
-    if library != "glibc":
-        return AllocatorTuning(False, False, False, f"not glibc ({library or 'unknown'})")
+    if not _is_glibc():
+        library = platform.libc_ver()[0] or "unknown"
+        return AllocatorTuning(False, False, False, f"not glibc ({library})")
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError) as error:
