@@ -36,8 +36,9 @@ again, same pid and arguments, with `PER_THREAD_CACHE_TUNABLE` added
 person had it, so the processes it starts (the Claude CLI) inherit their own.
 
 It is for the process that owns its allocator: `bbx serve` calls both before any
-thread starts (the restart only when it was started as the ``bbx`` command, never
-from inside a host's own call of `beebox_impl.cli.main`). A host embedding the box
+thread starts (the restart only when it was started as the ``bbx`` command, as the
+first thing the script does, `beebox_impl.script`; never from inside a host's own
+call of `beebox_impl.cli.main`). A host embedding the box
 keeps its own settings; a setting the person already made through glibc's
 environment (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
 ``MALLOC_ARENA_MAX``, ``glibc.malloc.tcache_count`` in ``GLIBC_TUNABLES``) is left as

@@ -99,7 +99,11 @@ def _add_box_option(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `bbx` console script."""
+    """Run `bbx` with ``argv`` (None: this process's own command line).
+
+    The ``bbx`` script enters through `beebox_impl.script`, which restarts `bbx
+    serve` before the imports and passes its arguments here.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "phases":
@@ -111,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chat_media(args)
     if args.command == "chat" and args.chat_command == "review":
         return run_review_command(args)
-    # Called without arguments, this is the process's own command line (the script).
+    # Without arguments this is the process's own command line (``python -m
+    # beebox_impl.cli``), which `bbx serve` may restart; a host's `main([...])` never.
     handled = run_box_command(args, owns_process=argv is None)
     if handled is not None:
         return handled

@@ -100,9 +100,10 @@ def add_box_commands(
 def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> int | None:
     """Run ``args`` if it is one of these commands; None when it is not.
 
-    ``owns_process``: the process was started as this command (the ``bbx`` script,
-    ``python -m beebox_impl.cli``), so `bbx serve` may restart it to set glibc's
-    allocator up (`beebox_impl.allocator.restart_for_serving`).
+    ``owns_process``: the process was started as this command and not restarted
+    for it yet (``python -m beebox_impl.cli``), so `bbx serve` may restart it to set
+    glibc's allocator up (`beebox_impl.allocator.restart_for_serving`). The ``bbx``
+    script restarts before the imports (`beebox_impl.script`) and passes False.
     """
     if args.command == "init":
         paths = init_box(args.dir)

@@ -74,7 +74,7 @@ class Serve:
 
 def start(box: Path, projects: Path, log: Path, prefix: list[str] | None = None) -> Serve:
     environment = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
-    command = [sys.executable, "-m", "beebox_impl.cli", "serve", "--box", str(box), "--port", "0"]
+    command = [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"]
     with log.open("ab") as errors:
         process = subprocess.Popen(
             [*(prefix or []), *command], stdout=subprocess.PIPE, stderr=errors, env=environment

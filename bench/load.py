@@ -91,7 +91,7 @@ def start_server(box: Path, projects: Path, log: Path) -> Server:
     environment = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
     with log.open("wb") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "beebox_impl.cli", "serve", "--box", str(box), "--port", "0"],
+            [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=errors,
             env=environment,

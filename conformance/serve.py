@@ -53,7 +53,7 @@ def served_box() -> Iterator[ServedBox]:
     with tempfile.TemporaryDirectory(prefix="bbx-conformance-serve-") as folder:
         root = Path(folder)
         env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(root / "projects")}
-        command = [sys.executable, "-m", "beebox_impl.cli", "serve"]
+        command = [sys.executable, "-m", "beebox_impl", "serve"]
         process = subprocess.Popen(
             [*command, "--box", str(root / "box"), "--port", "0"],
             stdout=subprocess.PIPE,

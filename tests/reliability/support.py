@@ -27,7 +27,7 @@ from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
 from tests.impl.http.support import Client, fixed_clock
 
-SERVE = (sys.executable, "-m", "beebox_impl.cli", "serve")
+SERVE = (sys.executable, "-m", "beebox_impl", "serve")
 
 
 @dataclass(frozen=True)

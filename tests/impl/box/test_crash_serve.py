@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSI
 CLIENTS = 10
 SENDS_PER_CLIENT = 50
 KILLS = 6
-SERVE = (sys.executable, "-m", "beebox_impl.cli", "serve")
+SERVE = (sys.executable, "-m", "beebox_impl", "serve")
 
 
 class Server:

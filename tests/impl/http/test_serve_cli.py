@@ -27,7 +27,7 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
     box = tmp_path / "box"
     env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "beebox_impl.cli", "serve", "--box", str(box), "--port", "0"],
+        [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
