@@ -48,13 +48,18 @@ What the transport guards (each limit is a field of `HttpLimits`)
 - **Connections.** At most ``max_connections`` at once; more are answered 503.
 - **Large bodies.** At most ``max_large_bodies`` requests whose body is over
   ``large_body_bytes`` (a send with photos) are handled at once, from their body
-  read to their answer; the others wait, their bodies read. Each holds several
-  copies of its photos while it is handled (the text, the JSON string, the decoded
-  bytes, the transcript line), and the C allocator keeps the high-water mark of
-  what requests held at once: bounded here, it cannot step up with the number of
-  clients sending photos together. In a burst of them, a photo send waits for a
+  read to their answer, and at most ``max_large_bodies_held`` such bodies are in
+  memory at once, read and waiting for their turn or handled; the others wait
+  unread, in their sockets. Each holds several copies of its photos while it is
+  handled (the text, the JSON string, the decoded bytes, the transcript line), and
+  a body waiting holds its text; the C allocator keeps the high-water mark of what
+  requests held at once: bounded here, it cannot step up with the number of
+  clients sending photos together (64 clients had ~60 bodies read and waiting,
+  20 MiB, before the second bound). In a burst of them, a photo send waits for a
   slot; their throughput does not suffer, as each is handed over on the one loop
-  anyway (the load run in `docs/reliability.md`).
+  anyway (the load run in `docs/reliability.md`). The body's deadline starts once
+  its slot is taken; a client trickling its body holds a slot for at most
+  ``body_timeout``.
 - **Binding.** 127.0.0.1 by default; any non-loopback address needs
   ``allow_remote=True`` and logs a warning.
 """
@@ -137,12 +142,15 @@ class HttpLimits:
     max_connections: int = 256
     large_body_bytes: int = 64 * 1024
     max_large_bodies: int = 4
+    max_large_bodies_held: int = 8
     sse_heartbeat_seconds: float = 15.0
     linger_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         if self.max_large_bodies < 1:
             raise ValueError("max_large_bodies must be at least 1")
+        if self.max_large_bodies_held < self.max_large_bodies:
+            raise ValueError("max_large_bodies_held must be at least max_large_bodies")
 
 
 class RemoteBindRefused(ValueError):
@@ -260,6 +268,7 @@ class _App:
         self._token = box.token.encode("utf-8")
         self.stopping = threading.Event()
         self.large_bodies = threading.BoundedSemaphore(limits.max_large_bodies)
+        self.large_bodies_held = threading.BoundedSemaphore(limits.max_large_bodies_held)
 
     def call(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
         """Run ``function(*args)`` on the box's loop and return its result (from a handler
@@ -475,14 +484,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._send_reply(error_reply(status, message))
 
-    def _read_body(self) -> bytes | JsonReply:
+    def _body_length(self) -> int | JsonReply:
+        """The body's length from the request's head, or the refusal (the body unread)."""
         app = self.server.app
         if self.headers.get("Transfer-Encoding") is not None:
             self.close_connection = True
             return error_reply(411, "Length Required: send the body with a Content-Length")
         lengths = self.headers.get_all("Content-Length") or []
         if not lengths:
-            return b""
+            return 0
         raw = lengths[0].strip()
         if len(set(lengths)) != 1 or not raw.isascii() or not raw.isdigit():
             self.close_connection = True
@@ -500,7 +510,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._linger = True
             return error_reply(415, "Content-Type must be application/json")
-        self._reader.deadline = time.monotonic() + app.limits.body_timeout
+        return length
+
+    def _read_body(self, length: int) -> bytes:
+        if not length:
+            return b""
+        self._reader.deadline = time.monotonic() + self.server.app.limits.body_timeout
         body = self.rfile.read(length)
         if len(body) < length:
             raise ConnectionError("the client closed the connection mid-body")
@@ -588,19 +603,22 @@ class _Handler(BaseHTTPRequestHandler):
             allow = (("Allow", ", ".join(route.methods)),)
             self._send_reply(JsonReply(405, {"error": "Method not allowed"}, allow))
             return
-        body = self._read_body()
-        if isinstance(body, JsonReply):
-            self._send_reply(body)
+        length = self._body_length()
+        if isinstance(length, JsonReply):
+            self._send_reply(length)
             return
         app = self.server.app
-        if len(body) <= app.limits.large_body_bytes:
-            self._send_reply(self._run(route, path, query, body))
+        if length <= app.limits.large_body_bytes:
+            self._send_reply(self._run(route, path, query, self._read_body(length)))
             return
-        # Taken once the body is read, given back before the answer is written: a slow
-        # client cannot hold a slot while it trickles its body in or its answer out.
-        with app.large_bodies:
-            reply = self._run(route, path, query, body)
-            del body
+        # Both given back before the answer is written. The handling slot is taken
+        # once the body is read: a slow client cannot hold it while it trickles its
+        # body in or its answer out.
+        with app.large_bodies_held:
+            body = self._read_body(length)
+            with app.large_bodies:
+                reply = self._run(route, path, query, body)
+                del body
         self._send_reply(reply)
 
     def _run(self, route: Route, path: str, query: str, body: bytes) -> Reply:

@@ -342,6 +342,54 @@ async def test_large_bodies_are_handled_a_few_at_a_time(tmp_path: Path) -> None:
 def test_the_large_body_bound_must_admit_one() -> None:
     with pytest.raises(ValueError, match="max_large_bodies"):
         HttpLimits(max_large_bodies=0)
+    with pytest.raises(ValueError, match="max_large_bodies_held"):
+        HttpLimits(max_large_bodies=4, max_large_bodies_held=3)
+
+
+@pytest.mark.parametrize("held", [1, 2])
+async def test_large_bodies_wait_unread_once_the_held_bound_is_reached(
+    tmp_path: Path, held: int
+) -> None:
+    # A client that stops halfway through a large body holds one slot until its body's
+    # deadline. With one slot, the next large send is not read (nor answered) until
+    # then; with two, it is answered at once. A small send never waits for either.
+    limits = HttpLimits(
+        large_body_bytes=1024, max_large_bodies=1, max_large_bodies_held=held, body_timeout=2.0
+    )
+    async with served_box(tmp_path, limits=limits) as (box, client, _):
+        order: list[str] = []
+        stalled = threading.Event()
+
+        def stall_halfway() -> None:
+            with socket.create_connection((client.host, client.port), timeout=10) as sock:
+                sock.sendall(
+                    f"POST {SEND} HTTP/1.1\r\nHost: x\r\n"
+                    f"Authorization: Bearer {client.token}\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+                    '{"message": "'.encode()
+                )
+                stalled.set()
+                # The server gives up on the body at its deadline and closes.
+                assert sock.recv(1024) == b""
+                order.append("stalled client cut off")
+
+        def post(text: str) -> None:
+            answer = client.request("POST", SEND, json_body={"message": text}, timeout=30)
+            assert answer.status == 200
+            order.append(f"{len(text)}-byte send answered")
+
+        async with anyio.create_task_group() as clients:
+            clients.start_soon(anyio.to_thread.run_sync, stall_halfway)
+            await anyio.to_thread.run_sync(stalled.wait)
+            await anyio.sleep(0.2)  # its head read and its slot taken
+            await anyio.to_thread.run_sync(post, "x")
+            await anyio.to_thread.run_sync(post, "y" * 4096)
+        large_answered = "4096-byte send answered"
+        if held == 1:
+            assert order == ["1-byte send answered", "stalled client cut off", large_answered]
+        else:
+            assert order == ["1-byte send answered", large_answered, "stalled client cut off"]
+        assert await _bus_rows(box) == 2
 
 
 async def test_non_loopback_needs_an_explicit_flag(tmp_path: Path) -> None:
