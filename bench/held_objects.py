@@ -12,8 +12,20 @@ Python's own allocator, containers or not), the number of objects the collector
 tracks, and RSS. The verdict compares the medians of the first and the last third
 of the samples (within `FLAT_GROWTH_PCT`, as `bench/load.py` judges RSS).
 
+Two further readings answer where RSS goes when the Python objects stay flat.
+The heap in use and free in glibc's arenas (``mallinfo2``, on glibc): RSS follows
+the memory in use, so a level that rises with a flat object count is memory the
+requests in flight hold, or memory freed and not given back (free grows). And with
+``--sites N``, `tracemalloc` (8 frames) at every sample: each traced block is
+charged to its allocation site — the innermost frame in the box's own code, with
+the innermost frame of all beside it — and the N sites whose medians grew most
+from the first third to the last are printed, with their size at the end.
+Tracing slows the box several-fold; its figures name the holders, not the rates.
+
 Run it: ``python bench/held_objects.py`` (16 clients with 256 KiB photos, 300 s),
-``--quick`` (4 clients, 15 s: a smoke run), or ``--clients N --seconds S --every E``.
+``--quick`` (4 clients, 15 s: a smoke run), or ``--clients N --seconds S --every E``;
+``--streams`` holds one event stream a client as well (as `bench/load.py` does),
+``--photo-kib K`` sets the photo size (0: no photos), ``--sites N`` traces.
 It prints figures and verdicts and exits 0 either way: a MISSED is a figure.
 """
 
@@ -21,6 +33,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import ctypes
+import ctypes.util
+import functools
 import gc
 import multiprocessing
 import os
@@ -29,7 +44,9 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import types
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -40,11 +57,15 @@ from beebox_impl.box import Box
 from beebox_impl.http import serve_box
 
 
-def _drive(port: int, token: str, clients: int, seconds: float) -> None:
-    """The child process: `load.Client`s with photos, as `bench/load.py` runs them."""
-    photo = base64.b64encode(os.urandom(load.PHOTO_KIB * 1024)).decode()
+def _drive(
+    port: int, token: str, *, clients: int, seconds: float, photo_kib: int, streams: bool
+) -> None:
+    """The child process: `load.Client`s (and their event streams), as `bench/load.py`
+    runs them."""
+    photo = base64.b64encode(os.urandom(photo_kib * 1024)).decode() if photo_kib else None
     server = types.SimpleNamespace(port=port, token=token)
     tally = load.Tally()
+    listening = load.EventStreams(server, tally, clients) if streams else None  # type: ignore[arg-type]
     stop_at = time.monotonic() + seconds
     threads = [
         threading.Thread(
@@ -57,8 +78,42 @@ def _drive(port: int, token: str, clients: int, seconds: float) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+    if listening is not None:
+        listening.close()
     requests = sum(len(values) for values in tally.latencies.values())
-    print(f"  clients: {requests} requests, errors {tally.errors or 0}", flush=True)
+    print(
+        f"  clients: {requests} requests, errors {sum(tally.errors.values())}"
+        f" {dict(sorted(tally.errors.items())) or ''}, events {tally.events}",
+        flush=True,
+    )
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+            "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+class _Heap:
+    """glibc's own count of the heap: bytes in use (arenas and mmapped chunks) and
+    bytes free in the arenas. Off glibc (or before 2.33) it reads nothing."""
+
+    def __init__(self) -> None:
+        name = ctypes.util.find_library("c")
+        libc = ctypes.CDLL(name) if name else None
+        self._mallinfo2 = getattr(libc, "mallinfo2", None)
+        if self._mallinfo2 is not None:
+            self._mallinfo2.restype = _Mallinfo2
+
+    def read_mib(self) -> tuple[float, float] | None:
+        if self._mallinfo2 is None:
+            return None
+        info = self._mallinfo2()
+        return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
 
 
 def _rss_mib() -> float:
@@ -69,18 +124,77 @@ def _rss_mib() -> float:
     return 0.0
 
 
-def _sample() -> tuple[int, int, float]:
+OBJECT_COUNTS = ("allocated blocks", "gc objects")
+BOX_PACKAGE = os.sep + "beebox_impl" + os.sep
+
+
+def _site(traceback: tracemalloc.Traceback) -> str:
+    """Where a block was allocated: the innermost frame in the box's code, and the
+    innermost frame of all when that is elsewhere (the library doing the allocating)."""
+    innermost = traceback[-1]
+    for depth, frame in enumerate(reversed(traceback)):
+        if BOX_PACKAGE in frame.filename:
+            box_frame = f"{frame.filename.rsplit(BOX_PACKAGE, 1)[1]}:{frame.lineno}"
+            if depth == 0:
+                return box_frame
+            return f"{box_frame} > {Path(innermost.filename).name}:{innermost.lineno}"
+    return f"{Path(innermost.filename).name}:{innermost.lineno} (outside the box)"
+
+
+def _bytes_by_site() -> Counter[str]:
+    by_site: Counter[str] = Counter()
+    # Not this harness's own samples, nor the tracer's.
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, __file__), tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    for statistic in snapshot.statistics("traceback"):
+        by_site[_site(statistic.traceback)] += statistic.size
+    return by_site
+
+
+def _sample(
+    heap: _Heap, trace: bool
+) -> tuple[int, int, float, tuple[float, float] | None, Counter[str] | None]:
     gc.collect()
-    return sys.getallocatedblocks(), len(gc.get_objects()), _rss_mib()
+    return (
+        sys.getallocatedblocks(),
+        len(gc.get_objects()),
+        _rss_mib(),
+        heap.read_mib(),
+        _bytes_by_site() if trace else None,
+    )
 
 
-def _growth(samples: list[int]) -> tuple[float, float, float]:
+def _growth(samples: list[float]) -> tuple[float, float, float]:
     third = max(1, len(samples) // 3)
     first, last = statistics.median(samples[:third]), statistics.median(samples[-third:])
-    return first, last, 100 * (last - first) / first
+    return first, last, 100 * (last - first) / first if first else 0.0
 
 
-async def _serve_and_sample(clients: int, seconds: float, every: float) -> None:
+def _print_sites(by_site: list[Counter[str]], count: int) -> None:
+    third = max(1, len(by_site) // 3)
+    first, last = by_site[:third], by_site[-third:]
+    rows = []
+    for site in set().union(*by_site):
+        before = statistics.median(sample[site] for sample in first)
+        after = statistics.median(sample[site] for sample in last)
+        rows.append((after - before, after, site))
+    rows.sort(reverse=True)
+    traced = [sum(sample.values()) / 2**20 for sample in by_site]
+    begin, end, growth = _growth(traced)
+    print(f"traced: {begin:.1f} -> {end:.1f} MiB (medians of the first and last third),", end="")
+    print(f" {growth:+.1f}%")
+    print(f"{'grew MiB':>9} {'last MiB':>9}  allocation site (box frame > allocating frame)")
+    for grew, after, site in rows[:count]:
+        print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
+
+
+async def _serve_and_sample(
+    *, clients: int, seconds: float, every: float, photo_kib: int, streams: bool, sites: int
+) -> None:
+    heap = _Heap()
+    if sites:
+        tracemalloc.start(8)
     with tempfile.TemporaryDirectory(prefix="bbx-held-") as folder:
         root = Path(folder)
         async with (
@@ -88,32 +202,60 @@ async def _serve_and_sample(clients: int, seconds: float, every: float) -> None:
             serve_box(box, port=0) as running,
         ):
             child = multiprocessing.get_context("spawn").Process(
-                target=_drive, args=(running.port, box.token, clients, seconds)
+                target=_drive,
+                args=(running.port, box.token),
+                kwargs={
+                    "clients": clients,
+                    "seconds": seconds,
+                    "photo_kib": photo_kib,
+                    "streams": streams,
+                },
             )
             child.start()
             started = time.monotonic()
-            blocks: list[int] = []
-            tracked: list[int] = []
-            print(f"{'t (s)':>6} {'allocated blocks':>17} {'gc objects':>11} {'RSS MiB':>8}")
+            columns: dict[str, list[float]] = {
+                "allocated blocks": [], "gc objects": [], "RSS MiB": [],
+                "heap in use MiB": [], "heap free MiB": [],
+            }  # fmt: skip
+            by_site: list[Counter[str]] = []
+            print(f"{'t (s)':>6}" + "".join(f" {name:>17}" for name in columns))
             while child.is_alive():
                 await anyio.sleep(every)
-                block_count, object_count, rss = await anyio.to_thread.run_sync(_sample)
-                blocks.append(block_count)
-                tracked.append(object_count)
+                block_count, object_count, rss, in_heap, traced = await anyio.to_thread.run_sync(
+                    _sample, heap, bool(sites)
+                )
+                row = [float(block_count), float(object_count), rss, *(in_heap or ())]
+                for name, value in zip(columns, row, strict=False):
+                    columns[name].append(value)
+                if traced is not None:
+                    by_site.append(traced)
                 print(
-                    f"{time.monotonic() - started:6.0f} {block_count:17,} {object_count:11,}"
-                    f" {rss:8.1f}",
+                    f"{time.monotonic() - started:6.0f}"
+                    + "".join(
+                        f" {value:17,.0f}" if name in OBJECT_COUNTS else f" {value:17,.1f}"
+                        for name, value in zip(columns, row, strict=False)
+                    ),
                     flush=True,
                 )
             await anyio.to_thread.run_sync(child.join)
-    for label, values in (("allocated blocks", blocks), ("gc objects", tracked)):
+    # The object counts have the flat target; RSS and the heap swing with the requests
+    # in flight, so theirs are figures to read beside them.
+    for label, values in columns.items():
+        if not values:
+            continue  # no heap readings off glibc
         first, last, growth = _growth(values)
-        flat = growth <= load.FLAT_GROWTH_PCT
+        verdict = ""
+        if label in OBJECT_COUNTS:
+            flat = growth <= load.FLAT_GROWTH_PCT
+            verdict = f" (target: at most +{load.FLAT_GROWTH_PCT}%): " + (
+                "ok" if flat else "MISSED"
+            )
         print(
-            f"{label}: {first:,.0f} -> {last:,.0f} (medians of the first and last third),"
-            f" {growth:+.1f}% (target: at most +{load.FLAT_GROWTH_PCT}%): "
-            + ("ok" if flat else "MISSED")
+            f"{label}: {first:,.1f} -> {last:,.1f} (medians of the first and last third),"
+            f" {growth:+.1f}%{verdict}"
         )
+    if by_site:
+        _print_sites(by_site, sites)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,14 +264,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--every", type=float, default=30.0, help="seconds between samples")
     parser.add_argument("--quick", action="store_true", help="4 clients for 15 s")
+    parser.add_argument("--photo-kib", type=int, default=load.PHOTO_KIB, help="0: no photos")
+    parser.add_argument("--streams", action="store_true", help="an event stream a client too")
+    parser.add_argument(
+        "--sites", type=int, default=0, metavar="N", help="trace; print the N sites that grew most"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         clients, seconds, every = 4, 15.0, 3.0
     else:
         clients, seconds, every = args.clients, args.seconds, args.every
+    if args.photo_kib < 0 or args.sites < 0:
+        parser.error("--photo-kib and --sites take a count, 0 or more")
     tuning = tune_allocator_for_serving()
-    print(f"held objects: {clients} clients, {seconds:.0f} s; allocator: {tuning}")
-    anyio.run(_serve_and_sample, clients, seconds, every)
+    print(
+        f"held objects: {clients} clients, {seconds:.0f} s, photos {args.photo_kib} KiB,"
+        f" event streams {'on' if args.streams else 'off'},"
+        f" tracing {'on' if args.sites else 'off'}; allocator: {tuning}"
+    )
+    anyio.run(
+        functools.partial(
+            _serve_and_sample,
+            clients=clients,
+            seconds=seconds,
+            every=every,
+            photo_kib=args.photo_kib,
+            streams=args.streams,
+            sites=args.sites,
+        )
+    )
     return 0
 
 

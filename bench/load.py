@@ -273,6 +273,39 @@ def listen(
             tally.events += events
 
 
+class EventStreams:
+    """One event stream a client (`listen`), open from construction until `close`."""
+
+    def __init__(self, server: Server, tally: Tally, count: int) -> None:
+        self.tally = tally
+        self.stop = threading.Event()
+        self.open_streams: list[http.client.HTTPConnection] = []
+        ready = threading.Barrier(count + 1)
+        self.listeners = [
+            threading.Thread(
+                target=listen,
+                args=(server, tally, self.stop, ready, self.open_streams),
+                daemon=True,
+            )
+            for _ in range(count)
+        ]
+        for thread in self.listeners:
+            thread.start()
+        ready.wait(timeout=60)
+
+    def close(self) -> None:
+        """End every stream: the run is over, so an end now is not an error."""
+        self.stop.set()
+        # Wake every listener from its wait for the next line.
+        with self.tally.lock:
+            for connection in self.open_streams:
+                if connection.sock is not None:
+                    with contextlib.suppress(OSError):
+                        connection.sock.shutdown(socket.SHUT_RDWR)
+        for thread in self.listeners:
+            thread.join(timeout=10)
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
@@ -383,18 +416,7 @@ def run(
         if photo_kib
         else None
     )
-    stop = threading.Event()
-    ready = threading.Barrier(clients + 1)
-    open_streams: list[http.client.HTTPConnection] = []
-    listeners = [
-        threading.Thread(
-            target=listen, args=(server, tally, stop, ready, open_streams), daemon=True
-        )
-        for _ in range(clients)
-    ]
-    for thread in listeners:
-        thread.start()
-    ready.wait(timeout=60)
+    streams = EventStreams(server, tally, clients)
     # Warm-up: a first turn, so the chat has a session and history has photos.
     Client(server, tally, -1, photo).one("send")
     time.sleep(1.0)
@@ -428,15 +450,7 @@ def run(
         thread.join()
     elapsed = time.monotonic() - started
     after_usage = server.usage()
-    stop.set()
-    # Wake every listener from its wait for the next line: the run is over.
-    with tally.lock:
-        for connection in open_streams:
-            if connection.sock is not None:
-                with contextlib.suppress(OSError):
-                    connection.sock.shutdown(socket.SHUT_RDWR)
-    for thread in listeners:
-        thread.join(timeout=10)
+    streams.close()
     server.process.send_signal(signal.SIGTERM)
     exit_code = server.process.wait(timeout=120)
     chat_index = _chat_index_figures(projects, sizes_at_start)
