@@ -46,7 +46,7 @@ import threading
 import time
 import tracemalloc
 import types
-from collections import Counter
+from array import array
 from pathlib import Path
 
 import anyio
@@ -141,28 +141,61 @@ def _site(traceback: tracemalloc.Traceback) -> str:
     return f"{Path(innermost.filename).name}:{innermost.lineno} (outside the box)"
 
 
-def _bytes_by_site() -> Counter[str]:
-    by_site: Counter[str] = Counter()
-    # Not this harness's own samples, nor the tracer's.
-    snapshot = tracemalloc.take_snapshot().filter_traces(
-        [tracemalloc.Filter(False, __file__), tracemalloc.Filter(False, tracemalloc.__file__)]
-    )
-    for statistic in snapshot.statistics("traceback"):
-        by_site[_site(statistic.traceback)] += statistic.size
-    return by_site
+class _SiteSizes:
+    """Bytes traced at each allocation site, a row per sample. Kept compact — each
+    site's name once, each sample one array — so the harness's own records hardly
+    move the block count it reports."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.samples: list[array[int]] = []
+
+    def add_snapshot(self) -> None:
+        # Not this harness's own allocations, nor the tracer's.
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, __file__), tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        sizes = array("Q", bytes(8 * len(self.numbers)))
+        for statistic in snapshot.statistics("traceback"):
+            number = self.numbers.setdefault(_site(statistic.traceback), len(self.numbers))
+            if number >= len(sizes):
+                sizes.extend(0 for _ in range(number + 1 - len(sizes)))
+            sizes[number] += statistic.size
+        self.samples.append(sizes)
+
+    def print_growth(self, count: int) -> None:
+        """The ``count`` sites whose medians grew most from the first third to the last."""
+
+        def size(sample: array[int], number: int) -> int:
+            return sample[number] if number < len(sample) else 0
+
+        third = max(1, len(self.samples) // 3)
+        first, last = self.samples[:third], self.samples[-third:]
+        rows = []
+        for site, number in self.numbers.items():
+            before = statistics.median(size(sample, number) for sample in first)
+            after = statistics.median(size(sample, number) for sample in last)
+            rows.append((after - before, after, site))
+        rows.sort(reverse=True)
+        traced = [sum(sample) / 2**20 for sample in self.samples]
+        begin, end, growth = _growth(traced)
+        print(
+            f"traced: {begin:.1f} -> {end:.1f} MiB (medians of the first and last third),", end=""
+        )
+        print(f" {growth:+.1f}%")
+        print(f"{'grew MiB':>9} {'last MiB':>9}  allocation site (box frame > allocating frame)")
+        for grew, after, site in rows[:count]:
+            print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
 
 
 def _sample(
-    heap: _Heap, trace: bool
-) -> tuple[int, int, float, tuple[float, float] | None, Counter[str] | None]:
+    heap: _Heap, sites: _SiteSizes | None
+) -> tuple[int, int, float, tuple[float, float] | None]:
     gc.collect()
-    return (
-        sys.getallocatedblocks(),
-        len(gc.get_objects()),
-        _rss_mib(),
-        heap.read_mib(),
-        _bytes_by_site() if trace else None,
-    )
+    counts = sys.getallocatedblocks(), len(gc.get_objects()), _rss_mib(), heap.read_mib()
+    if sites is not None:
+        sites.add_snapshot()
+    return counts
 
 
 def _growth(samples: list[float]) -> tuple[float, float, float]:
@@ -171,28 +204,11 @@ def _growth(samples: list[float]) -> tuple[float, float, float]:
     return first, last, 100 * (last - first) / first if first else 0.0
 
 
-def _print_sites(by_site: list[Counter[str]], count: int) -> None:
-    third = max(1, len(by_site) // 3)
-    first, last = by_site[:third], by_site[-third:]
-    rows = []
-    for site in set().union(*by_site):
-        before = statistics.median(sample[site] for sample in first)
-        after = statistics.median(sample[site] for sample in last)
-        rows.append((after - before, after, site))
-    rows.sort(reverse=True)
-    traced = [sum(sample.values()) / 2**20 for sample in by_site]
-    begin, end, growth = _growth(traced)
-    print(f"traced: {begin:.1f} -> {end:.1f} MiB (medians of the first and last third),", end="")
-    print(f" {growth:+.1f}%")
-    print(f"{'grew MiB':>9} {'last MiB':>9}  allocation site (box frame > allocating frame)")
-    for grew, after, site in rows[:count]:
-        print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
-
-
 async def _serve_and_sample(
     *, clients: int, seconds: float, every: float, photo_kib: int, streams: bool, sites: int
 ) -> None:
     heap = _Heap()
+    site_sizes = _SiteSizes() if sites else None
     if sites:
         tracemalloc.start(8)
     with tempfile.TemporaryDirectory(prefix="bbx-held-") as folder:
@@ -217,18 +233,15 @@ async def _serve_and_sample(
                 "allocated blocks": [], "gc objects": [], "RSS MiB": [],
                 "heap in use MiB": [], "heap free MiB": [],
             }  # fmt: skip
-            by_site: list[Counter[str]] = []
             print(f"{'t (s)':>6}" + "".join(f" {name:>17}" for name in columns))
             while child.is_alive():
                 await anyio.sleep(every)
-                block_count, object_count, rss, in_heap, traced = await anyio.to_thread.run_sync(
-                    _sample, heap, bool(sites)
+                block_count, object_count, rss, in_heap = await anyio.to_thread.run_sync(
+                    _sample, heap, site_sizes
                 )
                 row = [float(block_count), float(object_count), rss, *(in_heap or ())]
                 for name, value in zip(columns, row, strict=False):
                     columns[name].append(value)
-                if traced is not None:
-                    by_site.append(traced)
                 print(
                     f"{time.monotonic() - started:6.0f}"
                     + "".join(
@@ -254,8 +267,8 @@ async def _serve_and_sample(
             f"{label}: {first:,.1f} -> {last:,.1f} (medians of the first and last third),"
             f" {growth:+.1f}%{verdict}"
         )
-    if by_site:
-        _print_sites(by_site, sites)
+    if site_sizes is not None:
+        site_sizes.print_growth(sites)
 
 
 def main(argv: list[str] | None = None) -> int:

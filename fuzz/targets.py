@@ -434,8 +434,10 @@ class HttpTarget:
         self._box_context.__exit__(None, None, None)
         self._portal_context.__exit__(None, None, None)
 
-    def exchange(self, data: bytes) -> bytes:
-        """Everything the server answers to a connection that sends ``data``."""
+    def exchange(self, data: bytes, *, hang_up: bool = False) -> bytes:
+        """Everything the server answers to a connection that sends ``data``; with
+        ``hang_up`` the client closes once it has sent, so every write of the server
+        meets a closed connection (and the answer is empty)."""
         client, served = socket.socketpair()
         answer = bytearray()
 
@@ -447,7 +449,7 @@ class HttpTarget:
                     client.shutdown(socket.SHUT_WR)
                 except OSError:
                     pass  # the server closed first (a 413, a 431): read what it said
-                while True:
+                while not hang_up:
                     try:
                         chunk = client.recv(65536)
                     except OSError:
@@ -458,6 +460,8 @@ class HttpTarget:
 
         thread = threading.Thread(target=talk, name="fuzz client")
         thread.start()
+        if hang_up:
+            thread.join()  # gone before the server reads a byte
         try:
             _Handler1(served, ("127.0.0.1", 1), self._server)
         finally:

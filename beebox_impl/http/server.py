@@ -386,7 +386,13 @@ class _Handler(BaseHTTPRequestHandler):
             if self._linger:
                 self._drain_and_close()
         finally:
-            super().finish()
+            try:
+                super().finish()
+            except OSError:
+                # The client left with part of a reply still buffered: the standard
+                # library's `finish` swallows the failed flush, but closing the buffer
+                # flushes it again. Nothing is owed to a closed connection.
+                self.rfile.close()
 
     def version_string(self) -> str:
         return self.server_version

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.seeds import seeds
-from fuzz.targets import MACRO, HttpTarget, card, media_extract, media_ref, transcript
+from fuzz.targets import FUZZ_TOKEN, MACRO, HttpTarget, card, media_extract, media_ref, transcript
 
 # Bytes a mutation likes to put in: line ends, quotes, the macro, escapes, traversal.
 TOKENS = (
@@ -108,5 +108,26 @@ def test_http_target(tmp_path: Path) -> None:
         assert sorted(b'"openapi"' in answer for answer in answers) == [False, True]
         run(target, corpus)
         run(target, list(mutations(corpus, 150, seed=9)))
+    finally:
+        target.close()
+
+
+def test_http_target_client_gone_before_its_reply(tmp_path: Path) -> None:
+    # Regression (found by `bench/held_objects.py --streams`): a reply left in the
+    # handler's write buffer when the client had gone made the standard library's
+    # `finish` raise `BrokenPipeError` from closing that buffer — a traceback on the
+    # server's stderr for every such client.
+    target = HttpTarget(tmp_path)
+    try:
+        for request in (
+            b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /api/chat/history?tail=5 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + FUZZ_TOKEN.encode()
+            + b"\r\n\r\n",
+            b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n",
+        ):
+            assert target.exchange(request, hang_up=True) == b""
+        # And the box still answers the next client.
+        assert target.exchange(b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
     finally:
         target.close()
