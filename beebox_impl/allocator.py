@@ -35,6 +35,17 @@ again, same pid and arguments, with `PER_THREAD_CACHE_TUNABLE` added
 (`serving_environment`); the restarted process puts ``GLIBC_TUNABLES`` back as the
 person had it, so the processes it starts (the Claude CLI) inherit their own.
 
+Memory freed in the middle of a heap stays in the process: a heap shrinks only from
+its top, and photo-sized buffers (a 256 KiB photo is a 341 KiB base64 string, its
+decoded bytes, its transcript line) leave holes between the chunks still in use.
+Under 30 minutes of photo load the heap in use stayed flat while its free space
+grew by a third, and RSS with it (`bench/held_objects.py --sites`,
+`docs/reliability.md`). `trim_free_heap` (glibc's ``malloc_trim(0)``) hands the
+free pages of every heap back (``MADV_DONTNEED``); they are faulted in again only
+when used, so a hole left unused stops counting. `bbx serve` calls it every
+`TRIM_EVERY_SECONDS` (``--trim-heap-every``), in a worker thread: a few
+milliseconds each time.
+
 It is for the process that owns its allocator: `bbx serve` calls both before any
 thread starts (the restart only when it was started as the ``bbx`` command, as the
 first thing the script does, `beebox_impl.script`; never from inside a host's own
@@ -60,10 +71,12 @@ __all__ = [
     "ARENA_MAX",
     "MMAP_THRESHOLD_BYTES",
     "PER_THREAD_CACHE_TUNABLE",
+    "TRIM_EVERY_SECONDS",
     "TRIM_THRESHOLD_BYTES",
     "AllocatorTuning",
     "restart_for_serving",
     "serving_environment",
+    "trim_free_heap",
     "tune_allocator_for_serving",
 ]
 
@@ -75,6 +88,9 @@ _log = logging.getLogger(__name__)
 MMAP_THRESHOLD_BYTES: Final = 1024 * 1024
 TRIM_THRESHOLD_BYTES: Final = 2 * MMAP_THRESHOLD_BYTES
 ARENA_MAX: Final = 2
+
+# How often `bbx serve` hands the heaps' free pages back (module doc).
+TRIM_EVERY_SECONDS: Final = 10.0
 
 # No per-thread caches of freed chunks (module doc): glibc's tunable, read at its start.
 PER_THREAD_CACHE_TUNABLE: Final = "glibc.malloc.tcache_count=0"
@@ -119,6 +135,24 @@ def tune_allocator_for_serving() -> AllocatorTuning:
     )
     arenas = "MALLOC_ARENA_MAX" not in os.environ and bool(mallopt(_M_ARENA_MAX, ARENA_MAX))
     return AllocatorTuning(threshold, trim, arenas, "glibc")
+
+
+def trim_free_heap() -> bool:
+    """Hand the free pages of every heap back to the system (glibc's ``malloc_trim``).
+
+    True when glibc released memory; False when it had none to release, and off
+    glibc. It takes each arena's lock in turn while it walks the free chunks: call
+    it from a worker thread, not from the event loop.
+    """
+    if not _is_glibc():
+        return False
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes = [ctypes.c_size_t]
+    malloc_trim.restype = ctypes.c_int
+    return bool(malloc_trim(0))
 
 
 def _is_glibc() -> bool:

@@ -36,7 +36,12 @@ from typing import Final
 
 import anyio
 
-from beebox_impl.allocator import restart_for_serving, tune_allocator_for_serving
+from beebox_impl.allocator import (
+    TRIM_EVERY_SECONDS,
+    restart_for_serving,
+    trim_free_heap,
+    tune_allocator_for_serving,
+)
 from beebox_impl.box import Box, BoxPaths, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.protocol import Engine
@@ -84,6 +89,16 @@ def add_box_commands(
         help=f"a run the engine has not started by then fails (default {DEFAULT_START_TIMEOUT:g})",
     )
     serve.add_argument(
+        "--trim-heap-every",
+        type=_trim_interval,
+        default=TRIM_EVERY_SECONDS,
+        metavar="SECONDS",
+        help=(
+            "hand the allocator's free pages back this often"
+            f" (default {TRIM_EVERY_SECONDS:g}; 0: never)"
+        ),
+    )
+    serve.add_argument(
         "--allow-remote",
         action="store_true",
         help="allow a non-loopback --host (the token is then the only guard; use TLS)",
@@ -123,6 +138,24 @@ def _start_timeout(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a start timeout: {text!r}") from error
 
 
+def _trim_interval(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (seconds == 0 or 0.1 <= seconds <= 86_400):
+        raise argparse.ArgumentTypeError(f"not an interval: {text!r} (0, or 0.1 to 86400 s)")
+    return seconds
+
+
+async def _trim_heap_periodically(every: float) -> None:
+    # Photo buffers leave free holes in the heaps that RSS keeps counting
+    # (`beebox_impl.allocator`); handed back, a hole costs nothing until reused.
+    while True:
+        await anyio.sleep(every)
+        await anyio.to_thread.run_sync(trim_free_heap)
+
+
 def _engine(name: str) -> Engine | None:
     if name == "claude":
         from beebox_impl.engine.claude import ClaudeEngine  # noqa: PLC0415
@@ -151,6 +184,10 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
         background.start_soon(
             partial(run_schedules, box.root, clock=box.clock), name="scheduled scripts"
         )
+        if args.trim_heap_every:
+            background.start_soon(
+                _trim_heap_periodically, args.trim_heap_every, name="heap trimming"
+            )
         serve_file = _write_serve_file(box, running)
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

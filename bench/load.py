@@ -28,6 +28,7 @@ Run it: ``python bench/load.py`` (64 clients, 60 s warm-up, 300 s measured),
 ``--quick`` (8 clients, 5 s + 20 s), or ``--clients N --seconds S --warm-up W``;
 ``--photo-kib K`` sends photos of K KiB (256 by default; 0: sends without a photo,
 so no media is fetched either: a run that isolates what photos cost);
+``--serve-option OPTION`` passes an option to `bbx serve` (repeatable);
 ``--json FILE`` keeps the figures.
 """
 
@@ -86,12 +87,17 @@ class Server:
         return {name: int(fields[name].split()[0]) / 1024 for name in RSS_FIELDS}
 
 
-def start_server(box: Path, projects: Path, log: Path) -> Server:
-    """Start ``bbx serve`` on a free loopback port and read its first line."""
+def start_server(
+    box: Path, projects: Path, log: Path, serve_options: tuple[str, ...] = ()
+) -> Server:
+    """Start ``bbx serve [serve_options]`` on a free loopback port; read its first line."""
     environment = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
     with log.open("wb") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
+            [
+                *(sys.executable, "-m", "beebox_impl", "serve", "--box", str(box)),
+                *("--port", "0", *serve_options),
+            ],
             stdout=subprocess.PIPE,
             stderr=errors,
             env=environment,
@@ -405,11 +411,17 @@ def _chat_index_figures(projects: Path, sizes_at_start: dict[Path, int]) -> dict
 
 
 def run(
-    clients: int, seconds: float, folder: Path, warm_up: float, photo_kib: int = PHOTO_KIB
+    clients: int,
+    seconds: float,
+    folder: Path,
+    warm_up: float,
+    *,
+    photo_kib: int = PHOTO_KIB,
+    serve_options: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The load run; its figures."""
     projects = folder / "projects"
-    server = start_server(folder / "box", projects, folder / "serve.log")
+    server = start_server(folder / "box", projects, folder / "serve.log", serve_options)
     tally = Tally()
     photo = (
         base64.b64encode(random.Random(7).randbytes(photo_kib * 1024)).decode("ascii")
@@ -502,6 +514,13 @@ def main(argv: list[str] | None = None) -> int:
         default=PHOTO_KIB,
         help="the photo a send carries, in KiB (0: no photo, and no media to fetch)",
     )
+    parser.add_argument(
+        "--serve-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="pass this to bbx serve (repeat for more; e.g. --serve-option=--trim-heap-every=0)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     if args.photo_kib < 0:
@@ -509,9 +528,20 @@ def main(argv: list[str] | None = None) -> int:
     clients, seconds = (8, 20.0) if args.quick else (args.clients, args.seconds)
     warm_up = 5.0 if args.quick else args.warm_up
     with tempfile.TemporaryDirectory(prefix="bbx-load-") as folder:
-        figures = run(clients, seconds, Path(folder), warm_up, args.photo_kib)
+        figures = run(
+            clients,
+            seconds,
+            Path(folder),
+            warm_up,
+            photo_kib=args.photo_kib,
+            serve_options=tuple(args.serve_option),
+        )
     photos = f"{args.photo_kib} KiB photos" if args.photo_kib else "no photos"
-    print(f"load: {figures['clients']} clients, {figures['seconds']} s on loopback, {photos}")
+    served = " ".join(["bbx serve", *args.serve_option])
+    print(
+        f"load: {figures['clients']} clients, {figures['seconds']} s on loopback, {photos};"
+        f" {served}"
+    )
     print(f"  throughput       {figures['throughput_per_s']} requests/s ({figures['operations']})")
     for operation, row in figures["per_operation"].items():
         p50, p99 = row["p50_ms"], row["p99_ms"]

@@ -1,0 +1,120 @@
+"""`trim_free_heap` and `bbx serve --trim-heap-every`: free holes handed back.
+
+The mechanism runs in a child process (this test process's heaps are not ours to
+change): tuned as `bbx serve` tunes it, the child allocates photo-sized buffers
+from a heap, frees every other one — holes between chunks still in use, which a
+heap cannot give back from its top — and reads its anonymous RSS and glibc's count
+of bytes in use before and after `trim_free_heap`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from beebox_impl import allocator, cli_box
+from beebox_impl.cli import main
+
+glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+
+_CHILD = r"""
+import ctypes, json
+from pathlib import Path
+from beebox_impl.allocator import trim_free_heap, tune_allocator_for_serving
+
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd",
+        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Mallinfo2
+
+def anonymous_kib():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+
+tune_allocator_for_serving()
+# 48 buffers of 300 KiB, each written (its pages touched), below the 1 MiB mmap
+# threshold: carved from the heap. Every other one freed: 24 holes, ~7 MiB.
+buffers = [b"x" * (300 * 1024) for _ in range(48)]
+del buffers[::2]
+before, in_use_before = anonymous_kib(), libc.mallinfo2().uordblks
+again = anonymous_kib()
+released = trim_free_heap()
+after, in_use_after = anonymous_kib(), libc.mallinfo2().uordblks
+print(json.dumps({
+    "released": released,
+    "kept_without_trim_kib": before - again,
+    "handed_back_kib": before - after,
+    "in_use_change_kib": (in_use_after - in_use_before) // 1024,
+    "buffers_intact": all(buffer == b"x" * (300 * 1024) for buffer in buffers),
+}))
+"""
+
+
+@glibc_only
+def test_trim_hands_back_the_holes_and_keeps_what_is_in_use() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    answer = json.loads(done.stdout)
+    assert answer["released"] is True, answer
+    # Untrimmed, the heap keeps its holes resident.
+    assert abs(answer["kept_without_trim_kib"]) < 1024, answer
+    # 24 holes of 300 KiB: nearly all of them handed back.
+    assert answer["handed_back_kib"] >= 5 * 1024, answer
+    # What is in use stays (the reads of /proc in between allocate a little).
+    assert abs(answer["in_use_change_kib"]) < 256, answer
+    assert answer["buffers_intact"] is True, answer
+
+
+@pytest.mark.parametrize("text", ["-1", "0.05", "x", "nan", "86401"])
+def test_serve_refuses_an_interval_out_of_range(
+    text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", f"--trim-heap-every={text}"])
+    assert exited.value.code == 2
+    assert f"not an interval: {text!r}" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_serve_trims_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    trims: list[int] = []
+
+    def count() -> bool:
+        trims.append(1)
+        return True
+
+    monkeypatch.setattr(cli_box, "trim_free_heap", count)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(cli_box._trim_heap_periodically, 0.01)
+            while len(trims) < 3:
+                await anyio.sleep(0.01)
+            tasks.cancel_scope.cancel()
+    assert len(trims) >= 3
+
+
+def test_serve_help_names_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    assert "--trim-heap-every SECONDS" in capsys.readouterr().out
+
+
+def test_trim_is_a_no_op_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_is_glibc", lambda: False)
+    assert allocator.trim_free_heap() is False
