@@ -59,13 +59,14 @@ they made it. Elsewhere (musl, macOS, Windows) they do nothing.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import platform
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "ARENA_MAX",
@@ -74,6 +75,8 @@ __all__ = [
     "TRIM_EVERY_SECONDS",
     "TRIM_THRESHOLD_BYTES",
     "AllocatorTuning",
+    "HeapReading",
+    "read_heap",
     "restart_for_serving",
     "serving_environment",
     "trim_free_heap",
@@ -137,6 +140,55 @@ def tune_allocator_for_serving() -> AllocatorTuning:
     return AllocatorTuning(threshold, trim, arenas, "glibc")
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class HeapReading:
+    """glibc's own count of its heaps (``mallinfo2``), in bytes."""
+
+    from_system: int  # ``arena``: what the arenas' heaps hold from the system
+    in_arenas: int  # ``uordblks``: in use, carved from the heaps
+    free_in_arenas: int  # ``fordblks``: free inside the heaps (holes and the tops)
+    mapped_chunks: int  # ``hblks``: chunks with a mapping of their own
+    mapped_bytes: int  # ``hblkhd``: their bytes
+
+    @property
+    def in_use(self) -> int:
+        """Every byte handed out: from the heaps and mapped."""
+        return self.in_arenas + self.mapped_bytes
+
+
+@functools.cache
+def _glibc_function(name: str) -> Any:
+    """glibc's function ``name`` (None off glibc, or when this glibc lacks it), looked
+    up once: opening the C library allocates, which would move the very counts a
+    caller of `read_heap` compares across a free."""
+    if not _is_glibc():
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def read_heap() -> HeapReading | None:
+    """The heaps as glibc counts them now; None off glibc (or before 2.33)."""
+    mallinfo2 = _glibc_function("mallinfo2")
+    if mallinfo2 is None:
+        return None
+    mallinfo2.restype = _Mallinfo2
+    info = mallinfo2()
+    return HeapReading(info.arena, info.uordblks, info.fordblks, info.hblks, info.hblkhd)
+
+
 def trim_free_heap() -> bool:
     """Hand the free pages of every heap back to the system (glibc's ``malloc_trim``).
 
@@ -144,11 +196,8 @@ def trim_free_heap() -> bool:
     glibc. It takes each arena's lock in turn while it walks the free chunks: call
     it from a worker thread, not from the event loop.
     """
-    if not _is_glibc():
-        return False
-    try:
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    malloc_trim = _glibc_function("malloc_trim")
+    if malloc_trim is None:
         return False
     malloc_trim.argtypes = [ctypes.c_size_t]
     malloc_trim.restype = ctypes.c_int

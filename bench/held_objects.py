@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import ctypes
-import ctypes.util
 import functools
 import gc
 import multiprocessing
@@ -52,7 +50,7 @@ from pathlib import Path
 import anyio
 import load
 
-from beebox_impl.allocator import restart_for_serving, tune_allocator_for_serving
+from beebox_impl.allocator import read_heap, restart_for_serving, tune_allocator_for_serving
 from beebox_impl.box import Box
 from beebox_impl.http import serve_box
 
@@ -86,34 +84,6 @@ def _drive(
         f" {dict(sorted(tally.errors.items())) or ''}, events {tally.events}",
         flush=True,
     )
-
-
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-            "fsmblks", "uordblks", "fordblks", "keepcost",
-        )
-    ]  # fmt: skip
-
-
-class _Heap:
-    """glibc's own count of the heap: bytes in use (arenas and mmapped chunks) and
-    bytes free in the arenas. Off glibc (or before 2.33) it reads nothing."""
-
-    def __init__(self) -> None:
-        name = ctypes.util.find_library("c")
-        libc = ctypes.CDLL(name) if name else None
-        self._mallinfo2 = getattr(libc, "mallinfo2", None)
-        if self._mallinfo2 is not None:
-            self._mallinfo2.restype = _Mallinfo2
-
-    def read_mib(self) -> tuple[float, float] | None:
-        if self._mallinfo2 is None:
-            return None
-        info = self._mallinfo2()
-        return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
 
 
 def _rss_mib() -> float:
@@ -188,11 +158,15 @@ class _SiteSizes:
             print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
 
 
-def _sample(
-    heap: _Heap, sites: _SiteSizes | None
-) -> tuple[int, int, float, tuple[float, float] | None]:
+def _heap_mib() -> tuple[float, float] | None:
+    """glibc's heap in use and free inside its arenas (MiB); None off glibc."""
+    heap = read_heap()
+    return None if heap is None else (heap.in_use / 2**20, heap.free_in_arenas / 2**20)
+
+
+def _sample(sites: _SiteSizes | None) -> tuple[int, int, float, tuple[float, float] | None]:
     gc.collect()
-    counts = sys.getallocatedblocks(), len(gc.get_objects()), _rss_mib(), heap.read_mib()
+    counts = sys.getallocatedblocks(), len(gc.get_objects()), _rss_mib(), _heap_mib()
     if sites is not None:
         sites.add_snapshot()
     return counts
@@ -207,7 +181,6 @@ def _growth(samples: list[float]) -> tuple[float, float, float]:
 async def _serve_and_sample(
     *, clients: int, seconds: float, every: float, photo_kib: int, streams: bool, sites: int
 ) -> None:
-    heap = _Heap()
     site_sizes = _SiteSizes() if sites else None
     if sites:
         tracemalloc.start(8)
@@ -237,7 +210,7 @@ async def _serve_and_sample(
             while child.is_alive():
                 await anyio.sleep(every)
                 block_count, object_count, rss, in_heap = await anyio.to_thread.run_sync(
-                    _sample, heap, site_sizes
+                    _sample, site_sizes
                 )
                 row = [float(block_count), float(object_count), rss, *(in_heap or ())]
                 for name, value in zip(columns, row, strict=False):

@@ -2,11 +2,11 @@
 
 Each case runs in a child process, so this test process's allocator is not changed.
 The child frees a 4 MiB buffer, then allocates another of the same size and reports
-whether glibc gave it its own mapping (`mallinfo2().hblks` went up): by default
+whether glibc gave it its own mapping (`read_heap().mapped_chunks` went up): by default
 glibc has moved its threshold past that size on the free, and carves the second
 from a heap; tuned, it maps it. Tuned, it first frees a 768 KiB buffer (below the
 threshold: from a heap) and reports whether the heap kept the space
-(`mallinfo2().arena` unchanged) rather than handing it back to be faulted in again.
+(`read_heap().from_system` unchanged) rather than handing it back to be faulted in again.
 """
 
 from __future__ import annotations
@@ -24,29 +24,22 @@ pytestmark = pytest.mark.skipif(
 )
 
 _CHILD = r"""
-import ctypes, json, sys
-from beebox_impl.allocator import tune_allocator_for_serving
+import json, sys
+from beebox_impl.allocator import read_heap, tune_allocator_for_serving
 
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd",
-        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Mallinfo2
 tuning = tune_allocator_for_serving() if sys.argv[1] == "tuned" else None
 kept = None
 if tuning is not None:
     below = bytearray(768 * 1024)
-    held = libc.mallinfo2().arena
+    held = read_heap().from_system
     del below
-    kept = libc.mallinfo2().arena == held
+    kept = read_heap().from_system == held
 size = 4 * 1024 * 1024
 first = bytearray(size)
 del first
-before = libc.mallinfo2().hblks
+before = read_heap().mapped_chunks
 second = bytearray(size)
-mapped = libc.mallinfo2().hblks - before
+mapped = read_heap().mapped_chunks - before
 print(json.dumps({
     "mapped": mapped,
     "kept_on_free": kept,

@@ -59,26 +59,20 @@ def test_nothing_to_add_elsewhere_than_glibc() -> None:
 
 _CHILD = r"""
 import ctypes, json, os, sys
-from beebox_impl.allocator import restart_for_serving
-
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd",
-        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+from beebox_impl.allocator import read_heap, restart_for_serving
 
 print("started", flush=True)
 if sys.argv[1] == "restart":
     restart_for_serving()
 libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Mallinfo2
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 chunk = libc.malloc(200)
-in_use = libc.mallinfo2().uordblks
+in_use = read_heap().in_arenas
 libc.free(chunk)
 # A chunk a thread's cache keeps still counts as in use; otherwise it is free.
-cached = libc.mallinfo2().uordblks == in_use
+cached = read_heap().in_arenas == in_use
 print(json.dumps({
     "pid": os.getpid(),
     "handed_on": os.environ.get("GLIBC_TUNABLES"),

@@ -24,17 +24,10 @@ from beebox_impl.cli import main
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
 
 _CHILD = r"""
-import ctypes, json
+import json
 from pathlib import Path
-from beebox_impl.allocator import trim_free_heap, tune_allocator_for_serving
+from beebox_impl.allocator import read_heap, trim_free_heap, tune_allocator_for_serving
 
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd",
-        "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Mallinfo2
 
 def anonymous_kib():
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -46,10 +39,10 @@ tune_allocator_for_serving()
 # threshold: carved from the heap. Every other one freed: 24 holes, ~7 MiB.
 buffers = [b"x" * (300 * 1024) for _ in range(48)]
 del buffers[::2]
-before, in_use_before = anonymous_kib(), libc.mallinfo2().uordblks
+before, in_use_before = anonymous_kib(), read_heap().in_arenas
 again = anonymous_kib()
 released = trim_free_heap()
-after, in_use_after = anonymous_kib(), libc.mallinfo2().uordblks
+after, in_use_after = anonymous_kib(), read_heap().in_arenas
 print(json.dumps({
     "released": released,
     "kept_without_trim_kib": before - again,
@@ -117,4 +110,9 @@ def test_serve_help_names_the_default(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_trim_is_a_no_op_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(allocator, "_is_glibc", lambda: False)
-    assert allocator.trim_free_heap() is False
+    allocator._glibc_function.cache_clear()  # looked up once a process
+    try:
+        assert allocator.trim_free_heap() is False
+        assert allocator.read_heap() is None
+    finally:
+        allocator._glibc_function.cache_clear()
