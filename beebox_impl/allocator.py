@@ -76,6 +76,7 @@ __all__ = [
     "TRIM_THRESHOLD_BYTES",
     "AllocatorTuning",
     "HeapReading",
+    "can_trim_heap",
     "read_heap",
     "restart_for_serving",
     "serving_environment",
@@ -167,26 +168,37 @@ class HeapReading:
 
 
 @functools.cache
-def _glibc_function(name: str) -> Any:
-    """glibc's function ``name`` (None off glibc, or when this glibc lacks it), looked
-    up once: opening the C library allocates, which would move the very counts a
-    caller of `read_heap` compares across a free."""
+def _glibc_function(name: str, result: Any, arguments: tuple[Any, ...]) -> Any:
+    """glibc's function ``name`` with its signature set (None off glibc, or when this
+    glibc lacks it), looked up once: opening the C library allocates, which would
+    move the very counts a caller of `read_heap` compares across a free."""
     if not _is_glibc():
         return None
     try:
-        return getattr(ctypes.CDLL(None), name)
+        function = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
+    function.restype = result
+    function.argtypes = list(arguments)
+    return function
 
 
 def read_heap() -> HeapReading | None:
     """The heaps as glibc counts them now; None off glibc (or before 2.33)."""
-    mallinfo2 = _glibc_function("mallinfo2")
+    mallinfo2 = _glibc_function("mallinfo2", _Mallinfo2, ())
     if mallinfo2 is None:
         return None
-    mallinfo2.restype = _Mallinfo2
     info = mallinfo2()
     return HeapReading(info.arena, info.uordblks, info.fordblks, info.hblks, info.hblkhd)
+
+
+def can_trim_heap() -> bool:
+    """Whether `trim_free_heap` can do anything here (glibc's ``malloc_trim``)."""
+    return _malloc_trim() is not None
+
+
+def _malloc_trim() -> Any:
+    return _glibc_function("malloc_trim", ctypes.c_int, (ctypes.c_size_t,))
 
 
 def trim_free_heap() -> bool:
@@ -196,11 +208,9 @@ def trim_free_heap() -> bool:
     glibc. It takes each arena's lock in turn while it walks the free chunks: call
     it from a worker thread, not from the event loop.
     """
-    malloc_trim = _glibc_function("malloc_trim")
+    malloc_trim = _malloc_trim()
     if malloc_trim is None:
         return False
-    malloc_trim.argtypes = [ctypes.c_size_t]
-    malloc_trim.restype = ctypes.c_int
     return bool(malloc_trim(0))
 
 

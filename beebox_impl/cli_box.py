@@ -38,6 +38,7 @@ import anyio
 
 from beebox_impl.allocator import (
     TRIM_EVERY_SECONDS,
+    can_trim_heap,
     restart_for_serving,
     trim_free_heap,
     tune_allocator_for_serving,
@@ -184,7 +185,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
         background.start_soon(
             partial(run_schedules, box.root, clock=box.clock), name="scheduled scripts"
         )
-        if args.trim_heap_every:
+        if args.trim_heap_every and can_trim_heap():
             background.start_soon(
                 _trim_heap_periodically, args.trim_heap_every, name="heap trimming"
             )

@@ -81,7 +81,8 @@ def _drive(
     requests = sum(len(values) for values in tally.latencies.values())
     print(
         f"  clients: {requests} requests, errors {sum(tally.errors.values())}"
-        f" {dict(sorted(tally.errors.items())) or ''}, events {tally.events}",
+        + (f" {dict(sorted(tally.errors.items()))}" if tally.errors else "")
+        + f", events {tally.events}",
         flush=True,
     )
 

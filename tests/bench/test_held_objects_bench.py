@@ -29,7 +29,7 @@ def test_quick_held_objects_run_prints_its_samples_and_verdicts() -> None:
 def test_quick_run_with_streams_and_sites_charges_traced_memory_to_the_box_code() -> None:
     out = run_quick("held_objects.py", "--streams", "--sites", "40", timeout=240)
     assert "event streams on, tracing on" in out, out
-    events = re.search(r"errors 0 , events (\d+)", out)
+    events = re.search(r"errors 0, events (\d+)", out)
     assert events is not None, out
     assert int(events.group(1)) > 0, out
     _traced, header = lines_in_order(out, ("traced: ", " grew MiB"))
