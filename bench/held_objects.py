@@ -1,17 +1,18 @@
 """What the box's Python heap holds under load, sampled in the serving process itself.
 
-`bench/load.py` watches a `bbx serve` child from outside: its RSS, which swings
-with the photos in flight and includes what the C allocator keeps. This asks the
-other question — does the box *hold* more Python objects as it serves? — where it
-can be answered: the box runs in this process (allocator set up as `bbx serve`
-sets it up, `beebox_impl.allocator`: run as a script, it starts itself again with
-glibc's per-thread caches off; it does not trim the heaps every few seconds, as
-`bbx serve` does, so their free space shows as it accrues), and the load clients
-of `bench/load.py` run in a child process, so nothing of theirs is counted. Every
-``--every`` seconds, after `gc.collect()`, it prints `sys.getallocatedblocks()` (every live object of
-Python's own allocator, containers or not), the number of objects the collector
-tracks, and RSS. The verdict compares the medians of the first and the last third
-of the samples (within `FLAT_GROWTH_PCT`, as `bench/load.py` judges RSS).
+`bench/load.py` watches a `bbx serve` child from outside: its RSS, which swings with
+the photos in flight and includes what the C allocator keeps. This asks the other
+question — does the box *hold* more Python objects as it serves? — where it can be
+answered: the box runs in this process (allocator set up as `bbx serve` sets it up,
+`beebox_impl.allocator`: run as a script, it starts itself again with glibc's
+per-thread caches off; it does not trim the heaps every few seconds, as `bbx serve`
+does, so their free space shows as it accrues), and the load clients of
+`bench/load.py` run in a child process, so nothing of theirs is counted. Every
+``--every`` seconds, after `gc.collect()`, it prints `sys.getallocatedblocks()`
+(every live object of Python's own allocator, containers or not), the number of
+objects the collector tracks, and RSS. The verdict compares the medians of the first
+and the last third of the samples (within `FLAT_GROWTH_PCT`, as `bench/load.py`
+judges RSS).
 
 Two further readings answer where RSS goes when the Python objects stay flat.
 The heap in use and free in glibc's arenas (``mallinfo2``, on glibc): RSS follows
