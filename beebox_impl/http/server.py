@@ -374,6 +374,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.idle = True
         self._linger = False
+        # A write failed or timed out: what is still buffered is owed to no one.
+        self._peer_gone = False
         self._reader = _DeadlineReader(self.connection)
         self.rfile = io.BufferedReader(self._reader, 64 * 1024)
         with self.server._lock:
@@ -383,7 +385,12 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server._lock:
             self.server.handlers.discard(self)
         try:
-            if self._linger:
+            if self._peer_gone:
+                # Fail the standard library's flushes at once rather than wait
+                # `write_timeout` for each on a client that stopped reading.
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+            elif self._linger:
                 self._drain_and_close()
         finally:
             try:
@@ -432,9 +439,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except TimeoutError as error:
             self.log_error("request timed out: %r", error)
-            self.close_connection = True
+            self.close_connection = self._peer_gone = True
         except (ConnectionError, BrokenPipeError):
-            self.close_connection = True
+            self.close_connection = self._peer_gone = True
 
     def _read_head(self, limits: HttpLimits) -> bytes | None:
         lines: list[bytes] = []
@@ -712,6 +719,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply.stream(exchange)
         except (ConnectionError, TimeoutError, OSError):
             # The client went away or stopped reading: the stream is over.
+            self._peer_gone = True
             return
         except Exception:
             # The head is out, so no error answer can follow: logged, and the

@@ -10,13 +10,25 @@ targets check fails CI, without atheris installed.
 from __future__ import annotations
 
 import random
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from beebox_impl.http.server import HttpLimits
 from fuzz.seeds import seeds
-from fuzz.targets import FUZZ_TOKEN, MACRO, HttpTarget, card, media_extract, media_ref, transcript
+from fuzz.targets import (
+    FUZZ_TOKEN,
+    MACRO,
+    HttpTarget,
+    _Handler1,
+    card,
+    media_extract,
+    media_ref,
+    transcript,
+)
 
 # Bytes a mutation likes to put in: line ends, quotes, the macro, escapes, traversal.
 TOKENS = (
@@ -130,4 +142,41 @@ def test_http_target_client_gone_before_its_reply(tmp_path: Path) -> None:
         # And the box still answers the next client.
         assert target.exchange(b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
     finally:
+        target.close()
+
+
+class _CountingSocket(socket.socket):
+    """The server's side of a connection, counting its sends that timed out."""
+
+    timeouts = 0
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        try:
+            return super().send(data, flags)
+        except TimeoutError:
+            self.timeouts += 1
+            raise
+
+
+def test_a_client_that_stops_reading_costs_one_write_timeout(tmp_path: Path) -> None:
+    # A reply left buffered for a client that stopped reading was flushed twice more
+    # as the connection closed, each flush waiting out `write_timeout` again.
+    limits = HttpLimits(write_timeout=0.2, linger_seconds=0.05, sse_heartbeat_seconds=0.0)
+    target = HttpTarget(tmp_path, limits)
+    client, served = socket.socketpair()
+    try:
+        served.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        counting = _CountingSocket(fileno=served.detach())
+        request = (
+            b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + FUZZ_TOKEN.encode()
+            + b"\r\n\r\n"
+        )
+        client.sendall(request)
+        client.shutdown(socket.SHUT_WR)  # and never reads
+        with counting:
+            _Handler1(counting, ("127.0.0.1", 1), target._server)
+        assert counting.timeouts == 1
+    finally:
+        client.close()
         target.close()
