@@ -374,7 +374,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.idle = True
         self._linger = False
-        # A write failed or timed out: what is still buffered is owed to no one.
+        # The connection failed or timed out (a write, or a read of the head): what
+        # is still buffered for it is owed to no one.
         self._peer_gone = False
         self._reader = _DeadlineReader(self.connection)
         self.rfile = io.BufferedReader(self._reader, 64 * 1024)
