@@ -51,7 +51,6 @@ import threading
 import time
 import tracemalloc
 import uuid
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -397,7 +396,7 @@ def _chat_index_figures(projects: Path, sizes_at_start: dict[Path, int]) -> dict
         size += identity.size
         lines += index.line_count
         # Lines that ended within the bytes there at the start of the measured run.
-        lines_at_start += bisect_left(index.line_offsets, sizes_at_start.get(path, 0))
+        lines_at_start += index.line_offsets.bisect_left(sizes_at_start.get(path, 0))
         del index
     per_line = held / lines if lines else 0.0
     return {

@@ -20,10 +20,10 @@ media reference grammar (`SAFE_ID_RE`; others are looked up by a scan) from:
   stripping changes only base64 string contents, so the parse succeeds or fails
   alike and the top-level `uuid` is the same), its own uuid when the line also
   holds that uuid's needle, as a 64-bit key (a digest: the same in every process);
-  the first line with an id's key is found by `array.index` at C speed. Eight
-  bytes a line instead of a dict entry of about a hundred: 64 cached indexes of
-  long chats stay small. Two ids sharing a key cost a scan, never a wrong answer
-  (the line found is verified);
+  the first line with an id's key is found by `ChunkedIntArray.index`, at C
+  speed within each chunk. Eight bytes a line instead of a dict entry of about a
+  hundred: 64 cached indexes of long chats stay small. Two ids sharing a key cost
+  a scan, never a wrong answer (the line found is verified);
 - `opaque_lines`: the lines the pass could not settle that way: oversize lines
   (never parsed by the history read) and lines over `MAX_MEDIA_LINE_BYTES`, each
   with the ids its ``"uuid":"`` needles name (`LineRecord.uuid_values`). Before
@@ -52,8 +52,6 @@ import logging
 import os
 import stat
 import threading
-from array import array
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -61,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
+from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.lines import (
     DEFAULT_BLOCK_BYTES,
     LineRecord,
@@ -185,7 +184,7 @@ class StrippedLine:
 
 
 class StrippedLines:
-    """The index's `StrippedLine` of every line the pass stripped, in flat arrays.
+    """The index's `StrippedLine` of every line the pass stripped, in integer arrays.
 
     A chat with photos has one on most of its turns; kept as a dict of tuples they
     cost ~700 bytes a line (15 objects), a long chat's index growing by megabytes.
@@ -197,11 +196,11 @@ class StrippedLines:
     __slots__ = ("_bounds", "_lines", "_span_ends", "_utf8_bytes")
 
     def __init__(self) -> None:
-        self._lines: array[int] = array("q")
-        self._utf8_bytes: array[int] = array("q")
+        self._lines = ChunkedIntArray()
+        self._utf8_bytes = ChunkedIntArray()
         # Where each line's payload bounds end in `_bounds` (start, stop, start, ...).
-        self._span_ends: array[int] = array("q")
-        self._bounds: array[int] = array("q")
+        self._span_ends = ChunkedIntArray()
+        self._bounds = ChunkedIntArray()
 
     def add(self, line_index: int, known: StrippedLine) -> None:
         """Record line ``line_index`` (after every line already recorded)."""
@@ -216,25 +215,26 @@ class StrippedLines:
 
     def get(self, line_index: int) -> StrippedLine | None:
         """Line ``line_index``'s record, or None when the pass did not strip it."""
-        position = bisect_left(self._lines, line_index)
+        position = self._lines.bisect_left(line_index)
         if position == len(self._lines) or self._lines[position] != line_index:
             return None
         return self._record(position)
 
     def _record(self, position: int) -> StrippedLine:
         start = self._span_ends[position - 1] if position else 0
-        bounds = self._bounds[start : self._span_ends[position]]
+        bounds = self._bounds.values_between(start, self._span_ends[position])
         spans = tuple(zip(bounds[::2], bounds[1::2], strict=True))
         return StrippedLine(spans, self._utf8_bytes[position])
 
     def before(self, line_count: int) -> StrippedLines:
-        """A copy holding the lines before ``line_count`` (an extension's start)."""
-        kept = bisect_left(self._lines, line_count)
+        """A copy holding the lines before ``line_count`` (an extension's start),
+        sharing this one's full chunks (`ChunkedIntArray.prefix`)."""
+        kept = self._lines.bisect_left(line_count)
         copy = StrippedLines()
-        copy._lines = self._lines[:kept]
-        copy._utf8_bytes = self._utf8_bytes[:kept]
-        copy._span_ends = self._span_ends[:kept]
-        copy._bounds = self._bounds[: self._span_ends[kept - 1] if kept else 0]
+        copy._lines = self._lines.prefix(kept)
+        copy._utf8_bytes = self._utf8_bytes.prefix(kept)
+        copy._span_ends = self._span_ends.prefix(kept)
+        copy._bounds = self._bounds.prefix(self._span_ends[kept - 1] if kept else 0)
         return copy
 
     def items(self) -> Iterator[tuple[int, StrippedLine]]:
@@ -274,10 +274,10 @@ class TranscriptIndex:
     """
 
     identity: FileIdentity
-    line_offsets: array[int]
-    line_lengths: array[int]
-    entry_lines: array[int]
-    line_uuid_keys: array[int]
+    line_offsets: ChunkedIntArray
+    line_lengths: ChunkedIntArray
+    entry_lines: ChunkedIntArray
+    line_uuid_keys: ChunkedIntArray
     stripped_lines: StrippedLines
     opaque_lines: tuple[OpaqueLine, ...]
     unparsable_lines: int
@@ -320,21 +320,23 @@ class _IndexBuilder:
     # complete lines when extending it.
     def __init__(self, base: TranscriptIndex | None) -> None:
         if base is None:
-            self.line_offsets = array("q")
-            self.line_lengths = array("q")
-            self.entry_lines = array("q")
-            self.line_uuid_keys = array("q")
+            self.line_offsets = ChunkedIntArray()
+            self.line_lengths = ChunkedIntArray()
+            self.entry_lines = ChunkedIntArray()
+            self.line_uuid_keys = ChunkedIntArray()
             self.stripped_lines = StrippedLines()
             self.opaque: list[OpaqueLine] = []
             self.unparsable = 0
             self.opaque_own_uuids: dict[int, str | None] = {}
             self.committed_end = 0
         else:
+            # Prefixes share the base's full chunks: an extension copies at most
+            # one chunk an array, not the whole index (`ChunkedIntArray`).
             lines = base.committed_lines
-            self.line_offsets = base.line_offsets[:lines]
-            self.line_lengths = base.line_lengths[:lines]
-            self.entry_lines = base.entry_lines[: base.committed_entries]
-            self.line_uuid_keys = base.line_uuid_keys[:lines]
+            self.line_offsets = base.line_offsets.prefix(lines)
+            self.line_lengths = base.line_lengths.prefix(lines)
+            self.entry_lines = base.entry_lines.prefix(base.committed_entries)
+            self.line_uuid_keys = base.line_uuid_keys.prefix(lines)
             self.stripped_lines = base.stripped_lines.before(lines)
             self.opaque = list(base.opaque_lines[: base.committed_opaque])
             self.unparsable = base.committed_unparsable

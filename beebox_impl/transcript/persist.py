@@ -34,12 +34,11 @@ import json
 import logging
 import os
 import re
-import sys
 import tempfile
-from array import array
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
     FileIdentity,
     OpaqueLine,
@@ -191,9 +190,7 @@ def _encode(index: TranscriptIndex) -> bytes:
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8", "surrogateescape")
     parts = [_MAGIC, len(header_bytes).to_bytes(8, "little"), header_bytes]
     for name in _ARRAYS:
-        values: array[int] = array("q", getattr(index, name))
-        if sys.byteorder != "little":
-            values.byteswap()
+        values: ChunkedIntArray = getattr(index, name)
         parts.append(values.tobytes())
     body = b"".join(parts)
     return body + _digest(body)
@@ -221,16 +218,12 @@ def _decode(stored: bytes) -> TranscriptIndex:
             raise _Malformed(f"rules version {header['rules']}, not {RULES_VERSION}")
         path_text, device, inode, size, mtime_ns = header["identity"]
         identity = FileIdentity(str(path_text), device, inode, size, mtime_ns)
-        arrays: dict[str, array[int]] = {}
+        arrays: dict[str, ChunkedIntArray] = {}
         for name, count in zip(_ARRAYS, header["arrays"], strict=True):
             stop = at + 8 * int(count)
-            if stop > len(data):
+            if not at <= stop <= len(data):
                 raise _Malformed(f"{name} cut short")
-            values: array[int] = array("q")
-            values.frombytes(data[at:stop])
-            if sys.byteorder != "little":
-                values.byteswap()
-            arrays[name] = values
+            arrays[name] = ChunkedIntArray.from_bytes(data[at:stop])
             at = stop
         if at != len(data):
             raise _Malformed("trailing bytes")

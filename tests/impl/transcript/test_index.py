@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import beebox_impl.transcript.chunked as chunked_module
 import beebox_impl.transcript.index as index_module
 import beebox_impl.transcript.media as transcript_media
 from beebox_impl.transcript import (
@@ -94,11 +95,18 @@ def assert_reads_as_spec(path: Path, cache: TranscriptIndexCache, tail: int = 3)
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
-@given(transcripts(max_lines=8), transcripts(max_lines=8), st.sampled_from([509, 65_536]))
+@given(
+    transcripts(max_lines=8),
+    transcripts(max_lines=8),
+    st.sampled_from([509, 65_536]),
+    st.sampled_from([1, 2, chunked_module.DEFAULT_CHUNK_ITEMS]),
+)
 def test_a_grown_transcript_extends_its_index(
-    first: GeneratedTranscript, more: GeneratedTranscript, block_size: int
+    first: GeneratedTranscript, more: GeneratedTranscript, block_size: int, chunk_items: int
 ) -> None:
-    with folder() as where:
+    # Small chunks put an extension's cut inside a chunk, at its edge, past it.
+    with folder() as where, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunked_module, "DEFAULT_CHUNK_ITEMS", chunk_items)
         path = where / "session.jsonl"
         path.write_bytes(first.data)
         cache = TranscriptIndexCache(block_size=block_size)
@@ -117,7 +125,12 @@ def test_a_grown_transcript_extends_its_index(
             assert after.scanned_from == before.committed_end
 
 
-def test_each_read_of_a_growing_file_reads_only_what_is_new() -> None:
+@pytest.mark.parametrize("chunk_items", [1, 3, chunked_module.DEFAULT_CHUNK_ITEMS])
+def test_each_read_of_a_growing_file_reads_only_what_is_new(
+    chunk_items: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each extension shares chunks the previous one shared (small chunks: many).
+    monkeypatch.setattr(chunked_module, "DEFAULT_CHUNK_ITEMS", chunk_items)
     with folder() as where:
         path = where / "session.jsonl"
         cache = TranscriptIndexCache()
@@ -540,3 +553,31 @@ def test_a_stripped_line_costs_bytes_not_objects() -> None:
     assert len(records) == 10_000
     # 3 numbers a line and 2 a photo: 13 × 8 = 104 bytes, with the arrays' slack.
     assert held / 10_000 < 160
+
+
+def test_extending_a_long_chat_copies_chunks_not_its_index() -> None:
+    # A chat appended to a turn at a time gets a new index each turn; copying the
+    # old one whole allocated ever-larger arrays among the photo buffers, and the
+    # heap's free space grew with the lines appended (docs/reliability.md).
+    lines = 100_000
+    with folder() as where:
+        path = where / "session.jsonl"
+        path.write_bytes(b"".join(user_line(f"u{n}", "hi") + b"\n" for n in range(lines)))
+        cache = TranscriptIndexCache()
+        read_history(path, SESSION, TailSlice(1), cache=cache)
+        old_size = path.stat().st_size
+        with path.open("ab") as file:
+            file.write(user_line("last", "bye") + b"\n")
+        tracemalloc.start()
+        try:
+            read_history(path, SESSION, TailSlice(1), cache=cache)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        index = cache.cached(path)
+        assert index is not None
+        # Extended, not rebuilt.
+        assert (index.line_count, index.scanned_from) == (lines + 1, old_size)
+    # Flat arrays copied 4 × 8 bytes × 100,000 lines: 3.2 MB. Chunks: at most
+    # one of 64 KiB an array, with the reads' own buffers.
+    assert peak < 1_000_000, peak
