@@ -14,10 +14,13 @@ objects the collector tracks, and RSS. The verdict compares the medians of the f
 and the last third of the samples (within `FLAT_GROWTH_PCT`, as `bench/load.py`
 judges RSS).
 
-Two further readings answer where RSS goes when the Python objects stay flat.
-The heap in use and free in glibc's arenas (``mallinfo2``, on glibc): RSS follows
-the memory in use, so a level that rises with a flat object count is memory the
-requests in flight hold, or memory freed and not given back (free grows). And with
+Further readings answer where RSS goes when the Python objects stay flat.
+What Python's own allocator holds from the system (its 1 MiB arenas, from
+`sys._debugmallocstats`: an arena goes back only once every object in it is gone,
+so a few long-lived objects can pin many). The heap in use, free and held from the
+system in glibc's arenas (``mallinfo2``, on glibc): RSS follows the memory in use,
+so a level that rises with a flat object count is memory the requests in flight
+hold, or memory freed and not given back (free grows). And with
 ``--sites N``, `tracemalloc` (8 frames) at every sample: each traced block is
 charged to its allocation site — the innermost frame in the box's own code, with
 the innermost frame of all beside it — and the N sites whose medians grew most
@@ -161,18 +164,50 @@ class _SiteSizes:
             print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
 
 
-def _heap_mib() -> tuple[float, float] | None:
-    """glibc's heap in use and free inside its arenas (MiB); None off glibc."""
+def _python_arenas_mib() -> float:
+    """What Python's own allocator holds from the system: its arenas (MiB).
+
+    `sys._debugmallocstats` is the only reader, and it writes to the C stderr:
+    captured here through a temporary file standing in for descriptor 2.
+    """
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(captured.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        for line in captured.read().decode("ascii", "replace").splitlines():
+            # "34 arenas * 1048576 bytes/arena     =           35,651,584"
+            if "bytes/arena" in line:
+                return int(line.rsplit("=", 1)[1].replace(",", "")) / 2**20
+    return 0.0
+
+
+def _heap_mib() -> tuple[float, float, float] | None:
+    """glibc's heap in use, free inside its arenas and held from the system (MiB);
+    None off glibc."""
     heap = read_heap()
-    return None if heap is None else (heap.in_use / 2**20, heap.free_in_arenas / 2**20)
+    if heap is None:
+        return None
+    return heap.in_use / 2**20, heap.free_in_arenas / 2**20, heap.from_system / 2**20
 
 
-def _sample(sites: _SiteSizes | None) -> tuple[int, int, float, tuple[float, float] | None]:
+def _sample(sites: _SiteSizes | None) -> list[float]:
     gc.collect()
-    counts = sys.getallocatedblocks(), len(gc.get_objects()), _rss_mib(), _heap_mib()
+    row = [
+        float(sys.getallocatedblocks()),
+        float(len(gc.get_objects())),
+        _rss_mib(),
+        _python_arenas_mib(),
+        *(_heap_mib() or ()),
+    ]
     if sites is not None:
         sites.add_snapshot()
-    return counts
+    return row
 
 
 def _growth(samples: list[float]) -> tuple[float, float, float]:
@@ -207,15 +242,13 @@ async def _serve_and_sample(
             started = time.monotonic()
             columns: dict[str, list[float]] = {
                 "allocated blocks": [], "gc objects": [], "RSS MiB": [],
-                "heap in use MiB": [], "heap free MiB": [],
+                "py arenas MiB": [], "heap in use MiB": [], "heap free MiB": [],
+                "heap held MiB": [],
             }  # fmt: skip
             print(f"{'t (s)':>6}" + "".join(f" {name:>17}" for name in columns))
             while child.is_alive():
                 await anyio.sleep(every)
-                block_count, object_count, rss, in_heap = await anyio.to_thread.run_sync(
-                    _sample, site_sizes
-                )
-                row = [float(block_count), float(object_count), rss, *(in_heap or ())]
+                row = await anyio.to_thread.run_sync(_sample, site_sizes)
                 for name, value in zip(columns, row, strict=False):
                     columns[name].append(value)
                 print(
