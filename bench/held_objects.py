@@ -65,6 +65,7 @@ def _drive(
 ) -> None:
     """The child process: `load.Client`s (and their event streams), as `bench/load.py`
     runs them."""
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     photo = base64.b64encode(os.urandom(photo_kib * 1024)).decode() if photo_kib else None
     server = types.SimpleNamespace(port=port, token=token)
     tally = load.Tally()
@@ -90,6 +91,14 @@ def _drive(
         + f", events {tally.events}",
         flush=True,
     )
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    # A harness stopped by a signal does not stop its child: without this, the
+    # clients went on knocking at a closed port for the rest of their run.
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _rss_mib() -> float:
