@@ -57,7 +57,9 @@ class ChunkedIntArray:
         self.extend(values)
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, chunk_items: int | None = None) -> ChunkedIntArray:
+    def from_bytes(
+        cls, data: bytes | memoryview, *, chunk_items: int | None = None
+    ) -> ChunkedIntArray:
         """The values `tobytes` wrote (little-endian 64-bit, on every machine)."""
         if len(data) % 8:
             raise ValueError(f"{len(data)} bytes is not a whole number of 64-bit values")
@@ -74,14 +76,17 @@ class ChunkedIntArray:
 
     def tobytes(self) -> bytes:
         """Every value as little-endian 64-bit, in order."""
-        if sys.byteorder == "little":
-            return b"".join(chunk.tobytes() for chunk in self._chunks)
-        parts = []
+        return b"".join(self.byte_chunks())
+
+    def byte_chunks(self) -> Iterator[bytes]:
+        """`tobytes`, a chunk at a time: buffers of one size however long the values."""
         for chunk in self._chunks:
-            swapped = array(_TYPECODE, chunk)
-            swapped.byteswap()
-            parts.append(swapped.tobytes())
-        return b"".join(parts)
+            if sys.byteorder == "little":
+                yield chunk.tobytes()
+            else:
+                swapped = array(_TYPECODE, chunk)
+                swapped.byteswap()
+                yield swapped.tobytes()
 
     def append(self, value: int) -> None:
         """Add `value` at the end (OverflowError beyond 64 bits, nothing added)."""

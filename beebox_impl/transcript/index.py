@@ -237,6 +237,34 @@ class StrippedLines:
         copy._bounds = self._bounds.prefix(self._span_ends[kept - 1] if kept else 0)
         return copy
 
+    def arrays(self) -> tuple[ChunkedIntArray, ChunkedIntArray, ChunkedIntArray, ChunkedIntArray]:
+        """The four arrays that hold the records, for `from_arrays` (a shelf's copy):
+        line numbers, sizes, where each line's bounds end, the payload bounds."""
+        return self._lines, self._utf8_bytes, self._span_ends, self._bounds
+
+    @classmethod
+    def from_arrays(
+        cls,
+        lines: ChunkedIntArray,
+        utf8_bytes: ChunkedIntArray,
+        span_ends: ChunkedIntArray,
+        bounds: ChunkedIntArray,
+    ) -> StrippedLines:
+        """The records `arrays` gave; ValueError when they are not such a set."""
+        if not len(lines) == len(utf8_bytes) == len(span_ends):
+            raise ValueError("stripped lines: arrays of different lengths")
+        if (span_ends[-1] if len(span_ends) else 0) != len(bounds):
+            raise ValueError("stripped lines: payload bounds do not end where the lines say")
+        previous_line, previous_end = -1, 0
+        for line, end in zip(lines, span_ends, strict=True):
+            if line <= previous_line or end < previous_end or end % 2:
+                raise ValueError(f"stripped lines: line {line} or its bounds out of order")
+            previous_line, previous_end = line, end
+        records = cls()
+        records._lines, records._utf8_bytes = lines, utf8_bytes
+        records._span_ends, records._bounds = span_ends, bounds
+        return records
+
     def items(self) -> Iterator[tuple[int, StrippedLine]]:
         """Every line and its record, in line order."""
         for position, line_index in enumerate(self._lines):

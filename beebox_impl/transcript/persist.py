@@ -16,11 +16,16 @@ bumped whenever what a line contributes changes) is ignored and the index
 rebuilt: losing the shelf costs time, never an answer.
 
 **Format.** ``BBXIDX`` and a format byte; the length of a JSON header (identity,
-counts, the few long lines' details); the header; the four integer arrays
-(little-endian int64) whose lengths the header gives; a BLAKE2b digest of all
-that (a damaged file is caught before use: a wrong offset that still lands on an
-entry would pass verification). No pickle: the folder is data, and reading it
-runs no code.
+counts, the few oversize lines' details); the header; the eight integer arrays
+(little-endian int64) whose lengths the header gives: four a line (offsets,
+lengths, entry lines, uuid keys) and the four of the stripped (photo) lines
+(`StrippedLines.arrays`); a BLAKE2b digest of all that (a damaged file is caught
+before use: a wrong offset that still lands on an entry would pass verification).
+No pickle: the folder is data, and reading it runs no code. The arrays are
+written and read as bytes, never as a Python object a value: a chat shelved every
+turn or two would otherwise make tens of thousands of short-lived objects each
+time, as many more as the chat grows (format 1 kept the stripped lines in the
+JSON header, and Python's arenas grew with every peak; `docs/reliability.md`).
 
 Files are written to a temporary name in the same folder and renamed into place
 (two writers race harmlessly: each file is whole, the later wins). They are not
@@ -30,11 +35,13 @@ fsynced: a shelf lost in a crash is rebuilt.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -42,7 +49,6 @@ from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
     FileIdentity,
     OpaqueLine,
-    StrippedLine,
     StrippedLines,
     TranscriptIndex,
 )
@@ -51,10 +57,11 @@ __all__ = ["RULES_VERSION", "IndexShelf"]
 
 _log = logging.getLogger(__name__)
 
-_MAGIC: Final = b"BBXIDX\x01"
+_MAGIC: Final = b"BBXIDX\x02"
 # Bump when what a line contributes to an index changes (entry rules, uuid keys).
 RULES_VERSION: Final = 1
-_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
+_LINE_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
+_ARRAY_COUNT: Final = len(_LINE_ARRAYS) + 4  # and the stripped lines' four
 _DIGEST_BYTES: Final = 16
 # A header larger than this is not one of ours.
 _MAX_HEADER_BYTES: Final = 64 * 1024 * 1024
@@ -143,7 +150,7 @@ class IndexShelf:
             )
             try:
                 with os.fdopen(descriptor, "wb") as file:
-                    file.write(_encode(index))
+                    file.writelines(_encode(index))
                 os.replace(temporary, target)
             except BaseException:
                 os.unlink(temporary)
@@ -153,7 +160,16 @@ class IndexShelf:
             _log.warning("could not shelve the index of %s: %s", index.identity.path, error)
 
 
-def _encode(index: TranscriptIndex) -> bytes:
+def _arrays(index: TranscriptIndex) -> list[ChunkedIntArray]:
+    lines: list[ChunkedIntArray] = [getattr(index, name) for name in _LINE_ARRAYS]
+    return [*lines, *index.stripped_lines.arrays()]
+
+
+def _encode(index: TranscriptIndex) -> Iterator[bytes]:
+    # In parts, the digest last: the file is written a part at a time, the arrays
+    # a chunk at a time, never joined (a buffer that grew with the chat, made every
+    # shelving, would leave holes of every size in the heap).
+    arrays = _arrays(index)
     header = {
         "rules": RULES_VERSION,
         "identity": [
@@ -163,11 +179,7 @@ def _encode(index: TranscriptIndex) -> bytes:
             index.identity.size,
             index.identity.mtime_ns,
         ],
-        "arrays": [len(getattr(index, name)) for name in _ARRAYS],
-        "stripped": [
-            [line, [list(span) for span in known.payload_spans], known.utf8_bytes]
-            for line, known in index.stripped_lines.items()
-        ],
+        "arrays": [len(values) for values in arrays],
         "opaque": [
             [
                 line.line_index,
@@ -188,22 +200,23 @@ def _encode(index: TranscriptIndex) -> bytes:
         "fingerprint": index.fingerprint.hex(),
     }
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8", "surrogateescape")
-    parts = [_MAGIC, len(header_bytes).to_bytes(8, "little"), header_bytes]
-    for name in _ARRAYS:
-        values: ChunkedIntArray = getattr(index, name)
-        parts.append(values.tobytes())
-    body = b"".join(parts)
-    return body + _digest(body)
+    digest = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+    heading = (_MAGIC, len(header_bytes).to_bytes(8, "little"), header_bytes)
+    for part in itertools.chain(heading, *(values.byte_chunks() for values in arrays)):
+        digest.update(part)
+        yield part
+    yield digest.digest()
 
 
-def _digest(body: bytes) -> bytes:
+def _digest(body: bytes | memoryview) -> bytes:
     return hashlib.blake2b(body, digest_size=_DIGEST_BYTES).digest()
 
 
 def _decode(stored: bytes) -> TranscriptIndex:
     if not stored.startswith(_MAGIC) or len(stored) < len(_MAGIC) + 8 + _DIGEST_BYTES:
         raise _Malformed("not a shelved index of this format")
-    data, digest = stored[:-_DIGEST_BYTES], stored[-_DIGEST_BYTES:]
+    # Views, not copies: a long chat's shelf is megabytes.
+    data, digest = memoryview(stored)[:-_DIGEST_BYTES], stored[-_DIGEST_BYTES:]
     if _digest(data) != digest:
         raise _Malformed("damaged (digest differs)")
     at = len(_MAGIC)
@@ -212,29 +225,26 @@ def _decode(stored: bytes) -> TranscriptIndex:
     if header_length > min(_MAX_HEADER_BYTES, len(data) - at):
         raise _Malformed("header cut short")
     try:
-        header = json.loads(data[at : at + header_length].decode("utf-8", "surrogateescape"))
+        header = json.loads(bytes(data[at : at + header_length]).decode("utf-8", "surrogateescape"))
         at += header_length
         if header["rules"] != RULES_VERSION:
             raise _Malformed(f"rules version {header['rules']}, not {RULES_VERSION}")
         path_text, device, inode, size, mtime_ns = header["identity"]
         identity = FileIdentity(str(path_text), device, inode, size, mtime_ns)
-        arrays: dict[str, ChunkedIntArray] = {}
-        for name, count in zip(_ARRAYS, header["arrays"], strict=True):
-            stop = at + 8 * int(count)
+        counts = [int(count) for count in header["arrays"]]
+        if len(counts) != _ARRAY_COUNT:
+            raise _Malformed(f"{len(counts)} arrays, not {_ARRAY_COUNT}")
+        arrays: list[ChunkedIntArray] = []
+        for count in counts:
+            stop = at + 8 * count
             if not at <= stop <= len(data):
-                raise _Malformed(f"{name} cut short")
-            arrays[name] = ChunkedIntArray.from_bytes(data[at:stop])
+                raise _Malformed(f"array {len(arrays) + 1} cut short")
+            arrays.append(ChunkedIntArray.from_bytes(data[at:stop]))
             at = stop
         if at != len(data):
             raise _Malformed("trailing bytes")
-        stripped = StrippedLines()
-        for line, spans, utf8_bytes in header["stripped"]:
-            stripped.add(
-                int(line),
-                StrippedLine(
-                    tuple((int(start), int(stop)) for start, stop in spans), int(utf8_bytes)
-                ),
-            )
+        line_offsets, line_lengths, entry_lines, line_uuid_keys, *stripped_arrays = arrays
+        stripped = StrippedLines.from_arrays(*stripped_arrays)
         opaque = tuple(
             OpaqueLine(
                 int(line),
@@ -255,26 +265,28 @@ def _decode(stored: bytes) -> TranscriptIndex:
         fingerprint = bytes.fromhex(header["fingerprint"])
     except (KeyError, TypeError, ValueError) as error:
         raise _Malformed(f"header unreadable: {error}") from error
-    line_count = len(arrays["line_offsets"])
-    # Shapes a build would give; anything else was not written by one.
+    line_count = len(line_offsets)
+    stripped_line_numbers = stripped.arrays()[0]
+    # Shapes a build would give; anything else was not written by one. (Both line
+    # lists ascend: their ends bound them.)
     consistent = (
-        len(arrays["line_lengths"]) == line_count
-        and len(arrays["line_uuid_keys"]) == line_count
+        len(line_lengths) == line_count
+        and len(line_uuid_keys) == line_count
         and committed_lines <= line_count
-        and committed_entries <= len(arrays["entry_lines"])
+        and committed_entries <= len(entry_lines)
         and committed_opaque <= len(opaque)
-        and all(0 <= line < line_count for line in arrays["entry_lines"])
-        and all(0 <= line < line_count for line, _ in stripped.items())
+        and all(0 <= line < line_count for line in entry_lines)
+        and all(0 <= line < line_count for line in stripped_line_numbers)
         and committed_end <= identity.size
     )
     if not consistent:
         raise _Malformed("inconsistent counts")
     return TranscriptIndex(
         identity=identity,
-        line_offsets=arrays["line_offsets"],
-        line_lengths=arrays["line_lengths"],
-        entry_lines=arrays["entry_lines"],
-        line_uuid_keys=arrays["line_uuid_keys"],
+        line_offsets=line_offsets,
+        line_lengths=line_lengths,
+        entry_lines=entry_lines,
+        line_uuid_keys=line_uuid_keys,
         stripped_lines=stripped,
         opaque_lines=opaque,
         unparsable_lines=unparsable,

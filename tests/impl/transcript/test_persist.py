@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,8 @@ from beebox_impl.transcript import (
     find_media_line,
     read_history,
 )
-from beebox_impl.transcript.index import TranscriptIndex, uuid_key
+from beebox_impl.transcript.chunked import ChunkedIntArray
+from beebox_impl.transcript.index import StrippedLine, StrippedLines, TranscriptIndex, uuid_key
 from tests.impl.transcript.strategies import GeneratedTranscript, transcripts
 from tests.impl.transcript.test_index import (
     SESSION,
@@ -226,3 +229,79 @@ def test_uuid_keys_are_the_same_in_every_process() -> None:
         for seed in ("1", "2")
     }
     assert keys == {str(uuid_key("u-1"))}
+
+
+def _shelved_again(shelf: IndexShelf, index: TranscriptIndex) -> TranscriptIndex:
+    shelf.save(index)
+    loaded = shelf.load(Path(index.identity.path))
+    assert loaded is not None
+    return loaded
+
+
+def test_photo_lines_come_back_from_the_shelf_as_they_were(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    # Long enough to be stripped by the pass (over 256 KiB a line), which records them.
+    photo = b"\x89PNG" + bytes(range(256)) * 800
+    lines = [photo_line(f"p-{number}", photo) if number % 2 else user_line(f"u-{number}", "hi")
+             for number in range(12)]  # fmt: skip
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    cache = TranscriptIndexCache()
+    read_history(path, SESSION, TailSlice(1), cache=cache)
+    built = cache.cached(path)
+    assert built is not None
+    assert len(built.stripped_lines) == 6
+    loaded = _shelved_again(IndexShelf(tmp_path / "shelf"), built)
+    assert list(loaded.stripped_lines.items()) == list(built.stripped_lines.items())
+    for name in ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys"):
+        assert getattr(loaded, name) == getattr(built, name), name
+
+
+def test_shelving_a_long_chat_makes_no_object_a_line(tmp_path: Path) -> None:
+    # Format 1 wrote the photo lines' records into the JSON header: a list, its
+    # numbers and its spans for every photo line, every turn or two, as many more
+    # as the chat grew; Python's arenas grew with each peak (docs/reliability.md).
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(user_line("u-1", "hi") + b"\n")
+    cache = TranscriptIndexCache()
+    read_history(path, SESSION, TailSlice(1), cache=cache)
+    small = cache.cached(path)
+    assert small is not None
+    records = StrippedLines()
+    for line in range(30_000):
+        records.add(line, StrippedLine(((line * 1000 + 10, line * 1000 + 900),), line * 1000))
+    long_chat = dataclasses.replace(small, stripped_lines=records)
+    shelf = IndexShelf(tmp_path / "shelf")
+    shelf.save(long_chat)
+    blocks_before = sys.getallocatedblocks()
+    tracemalloc.start()
+    try:
+        shelf.save(long_chat)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Its arrays as bytes (150,000 values: 1.2 MB), written part by part: 1.7 MB
+    # traced; format 1 peaked at 14.9 MB here, most of it small objects.
+    assert peak < 3_000_000, peak
+    assert sys.getallocatedblocks() - blocks_before < 1_000
+    (shelved,) = shelf.directory.glob("*.idx")
+    assert shelved.stat().st_size > 8 * 4 * 30_000
+
+
+@pytest.mark.parametrize(
+    ("lines", "utf8_bytes", "span_ends", "bounds", "reason"),
+    [
+        ([1, 2], [5], [2, 4], [0, 1, 2, 3], "different lengths"),
+        ([1], [5], [2], [0, 1, 2, 3], "do not end where"),
+        ([2, 1], [5, 5], [2, 4], [0, 1, 2, 3], "out of order"),
+        ([1, 1], [5, 5], [2, 4], [0, 1, 2, 3], "out of order"),
+        ([1, 2], [5, 5], [3, 4], [0, 1, 2, 3], "out of order"),
+        ([1, 2], [5, 5], [4, 2], [0, 1, 2, 3], "do not end where"),
+    ],
+)
+def test_stripped_lines_from_a_shelf_must_be_a_set_a_build_makes(
+    lines: list[int], utf8_bytes: list[int], span_ends: list[int], bounds: list[int], reason: str
+) -> None:
+    with pytest.raises(ValueError, match=reason):
+        StrippedLines.from_arrays(
+            *(ChunkedIntArray(values) for values in (lines, utf8_bytes, span_ends, bounds))
+        )
