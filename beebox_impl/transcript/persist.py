@@ -200,7 +200,7 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
         "fingerprint": index.fingerprint.hex(),
     }
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8", "surrogateescape")
-    digest = hashlib.blake2b(digest_size=_DIGEST_BYTES)
+    digest = _new_digest()
     heading = (_MAGIC, len(header_bytes).to_bytes(8, "little"), header_bytes)
     for part in itertools.chain(heading, *(values.byte_chunks() for values in arrays)):
         digest.update(part)
@@ -208,8 +208,9 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
     yield digest.digest()
 
 
-def _digest(body: bytes | memoryview) -> bytes:
-    return hashlib.blake2b(body, digest_size=_DIGEST_BYTES).digest()
+def _new_digest() -> hashlib.blake2b:
+    # What guards a shelved file's bytes, written last in it.
+    return hashlib.blake2b(digest_size=_DIGEST_BYTES)
 
 
 def _decode(stored: bytes) -> TranscriptIndex:
@@ -217,7 +218,9 @@ def _decode(stored: bytes) -> TranscriptIndex:
         raise _Malformed("not a shelved index of this format")
     # Views, not copies: a long chat's shelf is megabytes.
     data, digest = memoryview(stored)[:-_DIGEST_BYTES], stored[-_DIGEST_BYTES:]
-    if _digest(data) != digest:
+    expected = _new_digest()
+    expected.update(data)
+    if expected.digest() != digest:
         raise _Malformed("damaged (digest differs)")
     at = len(_MAGIC)
     header_length = int.from_bytes(data[at : at + 8], "little")
