@@ -45,8 +45,8 @@ free pages of every heap back (``MADV_DONTNEED``); they are faulted in again onl
 when used, so a hole left unused stops counting. `bbx serve` calls it every
 `TRIM_EVERY_SECONDS` (``--trim-heap-every``), in a worker thread: a few
 milliseconds each time. Side by side over 30 minutes of the same load it halved
-RSS's slope (+0.09 against +0.18 MiB a minute; one pair of runs); it does not stop
-the rise, which follows the lines the chat appends (`docs/reliability.md`).
+RSS's slope (+0.09 against +0.18 MiB a minute; one pair of runs); the rise itself
+was the index shelf's bursts of objects, since fixed (`docs/reliability.md`).
 
 It is for the process that owns its allocator: `bbx serve` calls both before any
 thread starts (the restart only when it was started as the ``bbx`` command, as the
