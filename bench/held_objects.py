@@ -30,7 +30,10 @@ Tracing slows the box several-fold; its figures name the holders, not the rates.
 Run it: ``python bench/held_objects.py`` (16 clients with 256 KiB photos, 300 s),
 ``--quick`` (4 clients, 15 s: a smoke run), or ``--clients N --seconds S --every E``;
 ``--streams`` holds one event stream a client as well (as `bench/load.py` does),
-``--photo-kib K`` sets the photo size (0: no photos), ``--sites N`` traces.
+``--photo-kib K`` sets the photo size (0: no photos), ``--sites N`` traces,
+``--size-classes`` prints the block sizes of Python's allocator whose pools grew
+(a pool stays with its size until it is empty: pools that grow while the blocks
+in use do not are a peak that grew).
 It prints figures and verdicts and exits 0 either way: a MISSED is a figure.
 """
 
@@ -42,6 +45,7 @@ import functools
 import gc
 import multiprocessing
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -173,12 +177,9 @@ class _SiteSizes:
             print(f"{grew / 2**20:9.2f} {after / 2**20:9.2f}  {site}")
 
 
-def _python_arenas_mib() -> float:
-    """What Python's own allocator holds from the system: its arenas (MiB).
-
-    `sys._debugmallocstats` is the only reader, and it writes to the C stderr:
-    captured here through a temporary file standing in for descriptor 2.
-    """
+def _python_allocator_stats() -> str:
+    """`sys._debugmallocstats`'s report: it writes to the C stderr, captured here
+    through a temporary file standing in for descriptor 2."""
     with tempfile.TemporaryFile() as captured:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -189,11 +190,56 @@ def _python_arenas_mib() -> float:
             os.dup2(saved, 2)
             os.close(saved)
         captured.seek(0)
-        for line in captured.read().decode("ascii", "replace").splitlines():
-            # "34 arenas * 1048576 bytes/arena     =           35,651,584"
-            if "bytes/arena" in line:
-                return int(line.rsplit("=", 1)[1].replace(",", "")) / 2**20
+        return captured.read().decode("ascii", "replace")
+
+
+def _python_arenas_mib(report: str) -> float:
+    """What Python's own allocator holds from the system: its arenas (MiB); 0 when
+    there is no report (while `tracemalloc` traces, or without pymalloc)."""
+    for line in report.splitlines():
+        # "34 arenas * 1048576 bytes/arena     =           35,651,584"
+        if "bytes/arena" in line:
+            return int(line.rsplit("=", 1)[1].replace(",", "")) / 2**20
     return 0.0
+
+
+# A size class's row: class, block size, pools, blocks in use, blocks available.
+_SIZE_CLASS_ROW = re.compile(r"\s*\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*")
+
+
+class _SizeClassPools:
+    # Each sample's pools a block size (Python's allocator), for `--size-classes`: a
+    # class whose pools grow while its blocks in use do not had a growing peak.
+    def __init__(self) -> None:
+        self.samples: list[dict[int, tuple[int, int]]] = []
+
+    def add(self, report: str) -> None:
+        rows = (_SIZE_CLASS_ROW.fullmatch(line) for line in report.splitlines())
+        self.samples.append(
+            {int(row[1]): (int(row[2]), int(row[3])) for row in rows if row is not None}
+        )
+
+    def print_growth(self) -> None:
+        third = max(1, len(self.samples) // 3)
+        sizes = sorted({size for sample in self.samples for size in sample})
+        if not sizes:
+            # `sys._debugmallocstats` reports only on Python's own allocator, untraced.
+            print("block size, pools and blocks in use: none read (traced, or not pymalloc)")
+            return
+        print("block size, pools and blocks in use: medians of the first -> last third")
+        for size in sizes:
+            pools, used = (
+                [
+                    statistics.median(sample.get(size, (0, 0))[column] for sample in part)
+                    for part in (self.samples[:third], self.samples[-third:])
+                ]
+                for column in (0, 1)
+            )
+            if pools[0] != pools[1]:
+                print(
+                    f"{size:5} B  pools {pools[0]:6,.0f} -> {pools[1]:<6,.0f}"
+                    f" blocks {used[0]:8,.0f} -> {used[1]:,.0f}"
+                )
 
 
 def _heap_mib() -> tuple[float, float, float] | None:
@@ -205,13 +251,16 @@ def _heap_mib() -> tuple[float, float, float] | None:
     return heap.in_use / 2**20, heap.free_in_arenas / 2**20, heap.from_system / 2**20
 
 
-def _sample(sites: _SiteSizes | None) -> list[float]:
+def _sample(sites: _SiteSizes | None, pools: _SizeClassPools | None) -> list[float]:
     gc.collect()
+    report = _python_allocator_stats()
+    if pools is not None:
+        pools.add(report)
     row = [
         float(sys.getallocatedblocks()),
         float(len(gc.get_objects())),
         _rss_mib(),
-        _python_arenas_mib(),
+        _python_arenas_mib(report),
         *(_heap_mib() or ()),
     ]
     if sites is not None:
@@ -226,9 +275,17 @@ def _growth(samples: list[float]) -> tuple[float, float, float]:
 
 
 async def _serve_and_sample(
-    *, clients: int, seconds: float, every: float, photo_kib: int, streams: bool, sites: int
+    *,
+    clients: int,
+    seconds: float,
+    every: float,
+    photo_kib: int,
+    streams: bool,
+    sites: int,
+    size_classes: bool,
 ) -> None:
     site_sizes = _SiteSizes() if sites else None
+    pools = _SizeClassPools() if size_classes else None
     if sites:
         tracemalloc.start(8)
     with tempfile.TemporaryDirectory(prefix="bbx-held-") as folder:
@@ -257,7 +314,7 @@ async def _serve_and_sample(
             print(f"{'t (s)':>6}" + "".join(f" {name:>17}" for name in columns))
             while child.is_alive():
                 await anyio.sleep(every)
-                row = await anyio.to_thread.run_sync(_sample, site_sizes)
+                row = await anyio.to_thread.run_sync(_sample, site_sizes, pools)
                 for name, value in zip(columns, row, strict=False):
                     columns[name].append(value)
                 print(
@@ -287,6 +344,8 @@ async def _serve_and_sample(
         )
     if site_sizes is not None:
         site_sizes.print_growth(sites)
+    if pools is not None:
+        pools.print_growth()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -299,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", action="store_true", help="an event stream a client too")
     parser.add_argument(
         "--sites", type=int, default=0, metavar="N", help="trace; print the N sites that grew most"
+    )
+    parser.add_argument(
+        "--size-classes",
+        action="store_true",
+        help="print the block sizes of Python's allocator whose pools grew",
     )
     args = parser.parse_args(argv)
     if args.quick:
@@ -322,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             photo_kib=args.photo_kib,
             streams=args.streams,
             sites=args.sites,
+            size_classes=args.size_classes,
         )
     )
     return 0

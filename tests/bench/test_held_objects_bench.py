@@ -8,7 +8,7 @@ from tests.bench import lines_in_order, run_quick
 
 
 def test_quick_held_objects_run_prints_its_samples_and_verdicts() -> None:
-    out = run_quick("held_objects.py", timeout=180)
+    out = run_quick("held_objects.py", "--size-classes", timeout=180)
     assert "clients: " in out, out
     assert "errors 0" in out, out
     lines_in_order(
@@ -19,11 +19,15 @@ def test_quick_held_objects_run_prints_its_samples_and_verdicts() -> None:
             "allocated blocks: ",
             "gc objects: ",
             "RSS MiB: ",
+            "py arenas MiB: ",
             "heap in use MiB: ",
             "heap free MiB: ",
+            "heap held MiB: ",
+            "block size, pools and blocks in use: ",
         ),
     )
     assert "traced: " not in out, out
+    assert "none read" not in out, out
 
 
 def test_quick_run_with_streams_and_sites_charges_traced_memory_to_the_box_code() -> None:
