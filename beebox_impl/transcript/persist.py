@@ -270,8 +270,8 @@ def _decode(stored: bytes) -> TranscriptIndex:
         raise _Malformed(f"header unreadable: {error}") from error
     line_count = len(line_offsets)
     stripped_line_numbers = stripped.arrays()[0]
-    # Shapes a build would give; anything else was not written by one. (Both line
-    # lists ascend: their ends bound them.)
+    # Shapes a build would give; anything else was not written by one. (The
+    # stripped lines ascend, `from_arrays` checked: their ends bound them.)
     consistent = (
         len(line_lengths) == line_count
         and len(line_uuid_keys) == line_count
@@ -279,7 +279,10 @@ def _decode(stored: bytes) -> TranscriptIndex:
         and committed_entries <= len(entry_lines)
         and committed_opaque <= len(opaque)
         and all(0 <= line < line_count for line in entry_lines)
-        and all(0 <= line < line_count for line in stripped_line_numbers)
+        and (
+            not stripped_line_numbers
+            or 0 <= stripped_line_numbers[0] <= stripped_line_numbers[-1] < line_count
+        )
         and committed_end <= identity.size
     )
     if not consistent:
