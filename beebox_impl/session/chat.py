@@ -24,7 +24,7 @@ The rules (numbered as in `beebox_spec.chat_session`)
    lock to release): the phase is the only guard.
 3. **Enqueue** appends to the queue, whatever the phase, and returns once the row
    is persisted (or, drained into a turn that went out before its row was
-   written, once it needs no row).
+   written, once it needs no row; or at once, when the caller wrote the row).
 4. **Drain.** After a turn's ``result``, and after an unexpected run death, the
    whole queue goes out as one turn (onto the run, or a fresh run). A drain that
    would be refused leaves the queue alone.
@@ -49,14 +49,20 @@ nothing. Each event is handled in two halves: every state change of the step hap
 once, with no await in between (so another task never sees half a step), and
 then its I/O is performed in the spec's order — the turn onto the engine first,
 store writes after. Store writes go through one writer task in submission order,
-so the rows on disk are always in the order of the queue in memory. The run's
+so the rows on disk are in the order of the queue in memory (a row a caller wrote
+itself, ``queued_row``, was written when the caller wrote it: two such sends in
+flight at once, neither answered yet, may be on disk in the other order). The run's
 messages are read by `pump_chat_run` in a task of the session's task group, one
 at a time; the start of a run is another such task. `ChatSession.open` owns the
 task group.
 
-The persisted queue (DESIGN.md §5): `enqueue` writes the row before returning;
-the rows of a drained turn are deleted once the turn is sent, and kept (so they
-go back to the queue) when its run fails to start; `stop` deletes every row; a
+The persisted queue (DESIGN.md §5): `enqueue` writes the row before returning,
+unless its caller wrote it (``queued_row``: the box's send writes it in the
+transaction that records the send, when `queues_sends` says it will be queued);
+the rows of a turn are deleted once the turn is sent, and those of drained texts
+kept (so they go back to the queue) when its run fails to start (the caller's
+text of a failed start goes, row and all, as rule 2 drops it); `stop` deletes
+every row; a
 session opened on a box with rows drains them into a fresh run at once. Delivery
 is at least once: a crash between sending a turn and deleting its rows sends
 those texts again after the restart, which beats losing them. The writes wait in
@@ -150,9 +156,9 @@ class ChatRun:
 class _QueuedText:
     """A text waiting for a turn.
 
-    ``persisted`` texts came through `ChatSession.enqueue` and have a queue row
-    (``row_id`` once the writer has written it); a caller's `send` is never
-    persisted.
+    ``persisted`` texts have a queue row (``row_id`` once it is written): those of
+    `ChatSession.enqueue`, written by the session's writer, and those whose caller
+    wrote the row itself (``queued_row``). A caller's `send` is never persisted.
     """
 
     text: str
@@ -165,6 +171,18 @@ class _Delivered:
     """A turn's texts went out to the engine: their queue rows are to go."""
 
     entries: tuple[_QueuedText, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnEndTold:
+    """A turn ended: ``on_turn_end`` hears it once the deletions before it are written."""
+
+    hook: TurnEndHook
+    texts: tuple[str, ...]
+    delivered: bool
+
+
+_QueueChange = _QueuedText | _Delivered | _TurnEndTold
 
 
 @dataclass(eq=False, slots=True)
@@ -364,7 +382,7 @@ class ChatSession:
         await self._dispatch_send(plan)
         return accepted
 
-    async def send_or_enqueue(self, text: str) -> bool:
+    async def send_or_enqueue(self, text: str, *, queued_row: int | None = None) -> bool:
         """Send ``text`` as a turn or, when the session refuses it, queue it: one step.
 
         True when it went out as a turn (as `send`), False when it was queued (as
@@ -372,21 +390,43 @@ class ChatSession:
         `enqueue` would leave a gap in which the turn in flight could end and the
         session go idle, stranding the text in the queue until the next send; here
         the refusal and the queueing happen with no await between them.
+
+        ``queued_row``: the caller has already written ``text``'s row to the queue
+        store, with this id, in a transaction of its own (`queues_sends` said the
+        session would queue it; a send's acceptance record does so, saving a
+        second commit). Queued, nothing more is written. Taken as a turn after all
+        (the session moved on meanwhile), the row goes once the turn is sent, as a
+        drained turn's rows do.
         """
         await self._enter()
-        accepted, plan = self._begin_send((_QueuedText(text),), drained=False)
+        entry = _QueuedText(text, persisted=queued_row is not None, row_id=queued_row)
+        accepted, plan = self._begin_send((entry,), drained=False)
         if accepted:
             await self._dispatch_send(plan)
             return True
-        await self._enqueue_entry(_QueuedText(text, persisted=True))
+        await self._enqueue_text(text, queued_row)
         return False
+
+    @property
+    def queues_sends(self) -> bool:
+        """Whether `send_or_enqueue` would queue a text now (busy, or the close window).
+
+        Readable from any thread, as a hint: the caller of `send_or_enqueue` may
+        write the text's queue row itself, with its own record of the text
+        (``queued_row``). By the time the text reaches the session the answer may
+        have changed; that costs a row written and deleted, or one the session
+        writes, never a text lost or queued twice.
+        """
+        return not self._can_accept_send()
 
     async def _dispatch_send(self, plan: _Plan) -> None:
         if isinstance(plan, _SendTurn):
-            # A caller's turn that cannot reach the engine is the caller's to hear about.
+            # A caller's turn that cannot reach the engine is the caller's to hear about
+            # (its row, if the caller wrote one, stays for the caller to queue again).
             # The engine's send checkpoints (engine protocol): the call has yielded.
             try:
                 await plan.handle.run.send(plan.text)
+                self._delete_rows(plan.turn.entries)
             finally:
                 self._send_done(plan.turn)
             return
@@ -394,13 +434,22 @@ class ChatSession:
         await self._perform(plan)
         await self._leave()
 
-    async def enqueue(self, text: str) -> None:
-        """Queue ``text`` for the next turn; returns once it is persisted."""
-        await self._enter()
-        await self._enqueue_entry(_QueuedText(text, persisted=True))
+    async def enqueue(self, text: str, *, queued_row: int | None = None) -> None:
+        """Queue ``text`` for the next turn; returns once it is persisted.
 
-    async def _enqueue_entry(self, entry: _QueuedText) -> None:
+        ``queued_row``: the id of the row the caller has already written for it
+        (as in `send_or_enqueue`); nothing more is written.
+        """
+        await self._enter()
+        await self._enqueue_text(text, queued_row)
+
+    async def _enqueue_text(self, text: str, queued_row: int | None) -> None:
+        entry = _QueuedText(text, persisted=True, row_id=queued_row)
         self._queue.append(entry)
+        if queued_row is not None:
+            # Its row is the caller's, written already: nothing to wait for.
+            await self._leave()
+            return
         written = self._writer.submit_batch(self._write_queue, entry)
         try:
             await written.wait()
@@ -525,7 +574,9 @@ class ChatSession:
             self._queue = [*first_turn, *self._queue]
             return StartFailed(reason, None)
         (caller_text,) = first_turn
-        # The caller's text was to be the run's first turn: that turn ends undelivered.
+        # The caller's text was to be the run's first turn: that turn ends undelivered,
+        # and a row the caller wrote for it goes, as the text does.
+        self._delete_rows(first_turn)
         self._turn = _Turn((caller_text,), send_done=True)
         self._turn_ended(delivered=False)
         return StartFailed(reason, caller_text.text)
@@ -581,11 +632,8 @@ class ChatSession:
         if not any(entry.persisted for entry in turn.entries):
             _call_turn_end_hook(hook, texts, delivered)
             return
-
-        async def tell() -> None:
-            _call_turn_end_hook(hook, texts, delivered)
-
-        self._writer.submit(tell)
+        # In the queue writes' batch: a tell between two writes must not split them.
+        self._writer.submit_batch(self._write_queue, _TurnEndTold(hook, texts, delivered))
 
     def _feature_deltas(self, turn_text: str) -> None:
         if self._apply_feature_deltas is None:
@@ -648,30 +696,40 @@ class ChatSession:
         if any(entry.persisted for entry in entries):
             self._writer.submit_batch(self._write_queue, _Delivered(tuple(entries)))
 
-    async def _write_queue(self, changes: Sequence[_QueuedText | _Delivered]) -> None:
+    async def _write_queue(self, changes: Sequence[_QueueChange]) -> None:
         """Consecutive queue writes, in order, as one store write (`StoreWriter.submit_batch`):
-        each `_QueuedText` an enqueue to persist, each `_Delivered` a turn whose rows go.
+        each `_QueuedText` an enqueue to persist, each `_Delivered` a turn whose rows go,
+        each `_TurnEndTold` a turn's end to tell once those deletions are written.
 
-        Enqueues and deliveries alternate while a chat is busy; as one write, a burst
-        of them costs one transaction, not one each behind one another. A text
-        enqueued and delivered within the batch is never written: the store would
-        end as it is. The rest go in any order: a delivered row was written by an
-        earlier batch, and a new row's id is past every id there has been.
+        Enqueues, deliveries and turn ends alternate while a chat is busy; as one
+        write, a burst of them costs one transaction, not one each behind one
+        another. A text enqueued and delivered within the batch is never written:
+        the store would end as it is. The rest go in any order: a delivered row was
+        written by an earlier batch (or by the caller that queued it), and a new
+        row's id is past every id there has been. The ends are told after the
+        write, and also when it fails (its error is the writes' to hear; the rows
+        then stay, and a restart sends them again).
         """
-        delivered = {
+        delivered_in_order = [
             entry
             for change in changes
             if isinstance(change, _Delivered)
             for entry in change.entries
-        }
+        ]
+        delivered = set(delivered_in_order)
         appended = [
             change
             for change in changes
             if isinstance(change, _QueuedText) and change not in delivered
         ]
         # Read the ids now: an earlier batch has written every one of these rows.
-        gone = [entry.row_id for entry in delivered if entry.row_id is not None]
-        row_ids = await self._queue_store.update(gone, [entry.text for entry in appended])
+        gone = [entry.row_id for entry in delivered_in_order if entry.row_id is not None]
+        try:
+            row_ids = await self._queue_store.update(gone, [entry.text for entry in appended])
+        finally:
+            for change in changes:
+                if isinstance(change, _TurnEndTold):
+                    _call_turn_end_hook(change.hook, change.texts, change.delivered)
         for entry, row_id in zip(appended, row_ids, strict=True):
             entry.row_id = row_id
 

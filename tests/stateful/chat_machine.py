@@ -210,6 +210,9 @@ class ChatSessionMachine(RuleBasedStateMachine):
         self.seen_events: list[tuple[str, object]] = []
         self.feature_calls: list[tuple[str, bool]] = []
         self.ordinal = 0
+        # The start (by number) whose first turn is a caller's text with its row written,
+        # and how many rows were before that row.
+        self.start_with_its_row: tuple[int, int] | None = None
 
     # --- Plumbing --------------------------------------------------------------------
 
@@ -302,6 +305,23 @@ class ChatSessionMachine(RuleBasedStateMachine):
             self.model.feed(spec.Enqueue(text))
         assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
 
+    @rule(text=TEXTS)
+    def send_or_enqueue_with_its_row_written(self, text: str) -> None:
+        """The box's send from a handler thread, when the session said it would queue:
+        the row is written with the send's record, then handed over with its id. The
+        reading may be stale (here, whenever the session would take the text), so the
+        row may belong to a turn: it goes once the turn is sent, or with a start
+        that fails."""
+        rows_before = len(self.model.persisted_rows)
+        row_id = self.act(lambda: self.queue_store.append(text))
+        sent = self.act(lambda: self.chat.send_or_enqueue(text, queued_row=row_id))
+        accepted = self.model.feed(spec.Send(text))
+        if not accepted:
+            self.model.feed(spec.Enqueue(text))
+        elif isinstance(self.model.state.lifecycle, Starting):
+            self.start_with_its_row = (self.model.state.runs_started, rows_before)
+        assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
+
     def stop(self) -> None:
         self.act(self.chat.stop)
         self.model.feed(spec.Stop())
@@ -322,6 +342,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
         """The box goes down and comes back: same stores, a new session."""
         self._close()
         self.model.boot(self.id_store.session_id, self.queue_store.texts)
+        self.start_with_its_row = None
         self.seen_events = []
         self.feature_calls = []
         self._open()
@@ -437,6 +458,22 @@ class ChatSessionMachine(RuleBasedStateMachine):
 
     # --- The comparison --------------------------------------------------------------
 
+    def expected_rows(self) -> tuple[str, ...]:
+        """The spec's persisted rows, and before them the row a caller wrote for the
+        first turn of a run still starting, where it was written among them (the spec
+        does not model who writes rows; only enqueues come after it while starting)."""
+        state, rows = self.model.state, self.model.persisted_rows
+        if self.start_with_its_row is None:
+            return rows
+        start, before = self.start_with_its_row
+        if (
+            isinstance(state.lifecycle, Starting)
+            and not state.first_turn_drained
+            and state.runs_started == start
+        ):
+            return (*rows[:before], *state.first_turn, *rows[before:])
+        return rows
+
     @invariant()
     def observations_agree(self) -> None:
         if self.session is None:
@@ -447,7 +484,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
         assert got == expected, f"observation: impl {got} != spec {expected}"
         assert chat.session_id == model.state.session_id, "session id held"
         assert self.id_store.session_id == model.saved_session_id, "session id persisted"
-        assert self.queue_store.texts == model.persisted_rows, "persisted queue rows"
+        assert self.queue_store.texts == self.expected_rows(), "persisted queue rows"
 
     @invariant()
     def runs_agree(self) -> None:

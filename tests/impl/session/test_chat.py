@@ -25,6 +25,11 @@ def queued(session: ChatSession) -> tuple[str, ...]:
     return session.queue
 
 
+def queues_sends(session: ChatSession) -> bool:
+    # Read through a call, for the same reason as `held_session_id`.
+    return session.queues_sends
+
+
 def held_session_id(session: ChatSession) -> str | None:
     # Read through a call: mypy would keep an earlier assert's narrowing of the property.
     return session.session_id
@@ -353,3 +358,120 @@ async def test_a_turns_end_is_told_only_once_its_queue_rows_are_deleted(tmp_path
         assert told_before_the_deletion == [(("a",), True)]
         assert ended == [(("a",), True), (("b",), True)]
         assert store.texts == ()
+
+
+async def test_a_text_whose_caller_wrote_its_row_is_queued_with_no_write() -> None:
+    # The box's send writes the row in the transaction that records the send; the
+    # session then only holds the text, and deletes the row once its turn is sent.
+    engine = ScriptedEngine(start_mode="accept")
+    store = GatedQueueStore()
+    store.gate.set()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        assert not queues_sends(session)
+        assert await session.send("a")
+        await settle()
+        assert queues_sends(session)
+        row_id = await store.append("b")
+        assert not await session.send_or_enqueue("b", queued_row=row_id)
+        assert queued(session) == ("b",)
+        await session.enqueue("c", queued_row=await store.append("c"))
+        assert queued(session) == ("b", "c")
+        assert store.writes == []
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        assert engine.last_run.sent == ["a", "b\n\nc"]
+        assert store.writes == [([row_id, row_id + 1], [])]
+        assert store.texts == ()
+
+
+async def test_a_text_with_a_row_taken_as_a_turn_after_all_loses_its_row_once_sent() -> None:
+    # The caller's reading of `queues_sends` was stale: the session was idle (or
+    # ready) by the time the text came. The row goes once the turn is sent.
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        # From idle: the run starts with it as its first turn.
+        assert await session.send_or_enqueue("a", queued_row=await store.append("a"))
+        await settle()
+        assert engine.last_run.sent == ["a"]
+        assert store.texts == ()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        # Onto the open run.
+        assert not queues_sends(session)
+        assert await session.send_or_enqueue("b", queued_row=await store.append("b"))
+        await settle()
+        assert engine.last_run.sent == ["a", "b"]
+        assert store.texts == ()
+
+
+async def test_a_failed_start_drops_the_callers_text_with_its_row() -> None:
+    engine = ScriptedEngine()
+    store = InMemoryQueueStore()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+    ) as session:
+        with session.subscribe() as events:
+            assert await session.send_or_enqueue("a", queued_row=await store.append("a"))
+            await settle()
+            assert queues_sends(session), "a run starting takes no turn"
+            engine.fail_start("no binary")
+            await settle()
+            assert events.drain_nowait() == [StartFailed("no binary", "a")]
+            assert store.texts == ()
+            assert queued(session) == ()
+
+
+async def test_turn_ends_do_not_split_the_queue_writes_waiting_around_them() -> None:
+    # A turn with queue rows is told ended behind its rows' deletion, in the same
+    # batch as the writes around it: a busy chat's enqueues, deletions and turn ends
+    # alternate, and each tell between them would otherwise cost a store write.
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    engine = ScriptedEngine(start_mode="accept")
+    store = GatedQueueStore()
+    store.gate.set()
+    async with ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=store,
+        session_id_store=InMemorySessionIdStore(),
+        on_turn_end=lambda texts, delivered: ended.append((texts, delivered)),
+    ) as session:
+        assert await session.send("a")
+        await settle()
+        await engine.last_run.emit(init_message("s-1"))
+        await settle()
+        await session.enqueue("b")
+        store.gate = anyio.Event()
+        async with anyio.create_task_group() as task_group:
+            # "x" is being written, held at the gate.
+            task_group.start_soon(session.enqueue, "x")
+            await settle()
+            # The turn ends: "b" and "x" go out as the next turn (their rows to go),
+            # which ends too (to be told), and "c" is queued behind.
+            await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+            await settle()
+            await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
+            await settle()
+            task_group.start_soon(session.enqueue, "c")
+            await settle()
+            assert engine.last_run.sent == ["a", "b\n\nx"]
+            assert ended == [(("a",), True)]
+            store.gate.set()
+        await settle()
+        assert store.writes == [([], ["b"]), ([], ["x"]), ([1, 2], ["c"])]
+        assert ended == [(("a",), True), (("b", "x"), True)]
+        assert store.texts == ("c",)
