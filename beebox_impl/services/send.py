@@ -20,7 +20,12 @@ The flow of `ChatSendService.send`, top to bottom:
    takes the turn starts it, its run in the background if it has none (answer
    `TurnStarted` with a fresh ``turnId``, also published as ``chat-turn``); one
    that refuses it (busy, or in the close window) queues the text (answer
-   `Queued`), with no await between refusal and queueing for a turn to end in. If
+   `Queued`), with no await between refusal and queueing for a turn to end in.
+   From a host's thread, a send the session says it will queue
+   (`ChatSession.queues_sends`) has its queue row written by the record's own
+   transaction (rule 6 of `beebox_impl.store.acceptance`): a queued send is
+   answered after one commit, not two. Should the session take it as a turn
+   after all, the row goes once the turn is sent. If
    the open run fails the send (it is dying), the text is queued for the fresh
    run its close starts: a recorded message is never dropped.
 
@@ -461,8 +466,11 @@ class ChatSendService:
         # `_record_and_hand_over`, with the record made in this thread (no photos here).
         now = self._clock.now()
         message, payload = self._message(request, sender, now)
+        # Rule 4: a send the session will queue is queued by the record's own
+        # transaction (the hint may be stale by the hand-over; either way is safe).
+        queue_text = message if self._session.queues_sends else None
         recorded = self._acceptance.record_user_message_blocking(
-            payload, message_id=request.message_id, now=now
+            payload, message_id=request.message_id, now=now, queue_text=queue_text
         )
         try:
             return run_on_loop(self._after_record, request, message, payload, recorded)
@@ -487,24 +495,25 @@ class ChatSendService:
         # Before the hand-over: the turn may end before it returns.
         self._acceptance.deliveries.expect(recorded.row_id, turn_text)
         try:
-            return await self._hand_over(turn_text, recorded.row_id)
+            return await self._hand_over(turn_text, recorded.row_id, recorded.queue_row_id)
         except Exception as error:
             # Recorded but not handed over: the record (pending) still shows it.
             return SendFailed(str(error) or type(error).__name__)
 
-    async def _hand_over(self, turn_text: str, row_id: int) -> SendOutcome:
+    async def _hand_over(self, turn_text: str, row_id: int, queued_row: int | None) -> SendOutcome:
         try:
             # One step: a turn ending between a refused send and an enqueue would
             # otherwise strand the text in the queue of an idle session.
-            accepted = await self._session.send_or_enqueue(turn_text)
+            accepted = await self._session.send_or_enqueue(turn_text, queued_row=queued_row)
         except anyio.ClosedResourceError:
             raise
         except Exception:
             # The open run is dying; queued, the text rides the fresh run its close starts.
             # The dying run's turn ends undelivered and takes the ledger's expectation
-            # with it: the fresh run's turn is the one to deliver it.
+            # with it: the fresh run's turn is the one to deliver it. (A queue row the
+            # record wrote is still there: the failed turn kept it.)
             self._acceptance.deliveries.expect(row_id, turn_text)
-            await self._session.enqueue(turn_text)
+            await self._session.enqueue(turn_text, queued_row=queued_row)
             return Queued()
         if not accepted:
             return Queued()

@@ -33,6 +33,11 @@ The rules
    mark off: what it dropped, it dropped on purpose. So when a box opens, the
    marked sends are exactly the ones it may still owe
    (`beebox_impl.services.redelivery`), however many sends came after them.
+6. **Queued in the same transaction** (ours). A send that will be queued (the
+   chat is busy) may write its row of the chat's persisted queue (``chat_queue``,
+   `beebox_impl.store.database.insert_queue_rows`) in this same transaction: it
+   is then queued with one commit, where queueing it afterwards cost a second
+   one before the answer. A duplicate writes no queue row either.
 
 Photos are kept (``chat_attachments``) because the turn that carries them to the
 engine may start later than the answer — after a queue drain, or after a
@@ -52,7 +57,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from beebox_impl.store.database import BoxDatabase
+from beebox_impl.store.database import BoxDatabase, insert_queue_rows
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import InvariantError
 
@@ -98,9 +103,11 @@ class Attachment:
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """The send is recorded: its bus row id."""
+    """The send is recorded: its bus row id, and its queue row's id when the same
+    transaction queued it (rule 6)."""
 
     row_id: int
+    queue_row_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +221,12 @@ def _user_message_record(
     now: datetime,
     attachments: Sequence[Attachment],
     delivered: Sequence[int],
+    *,
+    queue_text: str | None,
 ) -> Callable[[sqlite3.Connection], Recorded | AlreadyClaimed]:
-    """Rules 1–3 and 5 as one transaction's work (the caller runs it in a write
-    transaction); ``delivered`` are the rows seen delivered since the last send."""
+    """Rules 1–3, 5 and 6 as one transaction's work (the caller runs it in a write
+    transaction); ``delivered`` are the rows seen delivered since the last send,
+    ``queue_text`` the text to queue the send as (rule 6), if any."""
     now_ms = epoch_ms(now)
     expired_before = now_ms - int(MESSAGE_ID_TTL.total_seconds() * 1000)
     # Encoded before the transaction: a payload JSON cannot hold fails with nothing begun.
@@ -255,7 +265,10 @@ def _user_message_record(
                 (message_id, now_ms, row_id),
             )
         connection.execute("INSERT INTO chat_undelivered (bus_row_id) VALUES (?)", (row_id,))
-        return Recorded(row_id)
+        if queue_text is None:
+            return Recorded(row_id)
+        (queue_row_id,) = insert_queue_rows(connection, (queue_text,))
+        return Recorded(row_id, queue_row_id)
 
     return record
 
@@ -274,11 +287,14 @@ class AcceptanceStore:
         message_id: str | None,
         now: datetime,
         attachments: Sequence[Attachment] = (),
+        queue_text: str | None = None,
     ) -> Recorded | AlreadyClaimed:
         """Rules 1–3 and 5: record the send, claim its id and mark it undelivered in
-        one committed transaction."""
+        one committed transaction; with ``queue_text``, queue it there too (rule 6)."""
         with self._delivery_news() as delivered:
-            record = _user_message_record(payload, message_id, now, attachments, delivered)
+            record = _user_message_record(
+                payload, message_id, now, attachments, delivered, queue_text=queue_text
+            )
             return await self._database.write(record)
 
     def record_user_message_blocking(
@@ -288,10 +304,13 @@ class AcceptanceStore:
         message_id: str | None,
         now: datetime,
         attachments: Sequence[Attachment] = (),
+        queue_text: str | None = None,
     ) -> Recorded | AlreadyClaimed:
         """`record_user_message` in the calling thread (`BoxDatabase.write_blocking`)."""
         with self._delivery_news() as delivered:
-            record = _user_message_record(payload, message_id, now, attachments, delivered)
+            record = _user_message_record(
+                payload, message_id, now, attachments, delivered, queue_text=queue_text
+            )
             return self._database.write_blocking(record)
 
     @contextmanager

@@ -73,6 +73,7 @@ __all__ = [
     "SqliteQueueStore",
     "SqliteThreadRecordStore",
     "database_path",
+    "insert_queue_rows",
 ]
 
 DATABASE_NAME: Final = "box.sqlite3"
@@ -401,12 +402,7 @@ class SqliteQueueStore:
     async def update(self, deleted: Sequence[int], appended: Sequence[str]) -> list[int]:
         def change(connection: sqlite3.Connection) -> list[int]:
             connection.executemany("DELETE FROM chat_queue WHERE id = ?", gone)
-            row_ids: list[int] = []
-            for text in texts:
-                cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
-                assert cursor.lastrowid is not None
-                row_ids.append(cursor.lastrowid)
-            return row_ids
+            return insert_queue_rows(connection, texts)
 
         gone = [(row_id,) for row_id in deleted]
         texts = list(appended)
@@ -416,6 +412,20 @@ class SqliteQueueStore:
 
     async def clear(self) -> None:
         await self._database.write(lambda c: c.execute("DELETE FROM chat_queue"))
+
+
+def insert_queue_rows(connection: sqlite3.Connection, texts: Sequence[str]) -> list[int]:
+    """Append ``texts`` to ``chat_queue`` in the caller's transaction; their row ids.
+
+    `SqliteQueueStore`'s appends, and a send's acceptance record when it queues the
+    send in its own transaction (`beebox_impl.store.acceptance`, rule 6).
+    """
+    row_ids: list[int] = []
+    for text in texts:
+        cursor = connection.execute("INSERT INTO chat_queue (text) VALUES (?)", (text,))
+        assert cursor.lastrowid is not None
+        row_ids.append(cursor.lastrowid)
+    return row_ids
 
 
 def _record_from_row(row: Sequence[object]) -> tuple[str, ThreadRecord] | None:

@@ -9,7 +9,7 @@ and a send recorded but not handed over answers `SendFailed` and stays recorded.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ import pytest
 from anyio.from_thread import BlockingPortal
 
 from beebox_impl.box import Box
+from beebox_impl.engine.messages import result_message
 from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.services.send import (
     Deduplicated,
@@ -28,12 +29,19 @@ from beebox_impl.services.send import (
     SendRequest,
     TurnStarted,
 )
+from beebox_impl.session import ChatSession
 from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
+from beebox_impl.store.database import SqliteQueueStore
 from tests.impl.http.support import wait_until
 
 pytestmark = pytest.mark.anyio
 
 T = TypeVar("T")
+
+
+def loop_gone(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
+    """A `run_on_loop` whose loop is gone (the box is closing)."""
+    raise RuntimeError("This portal is not running")
 
 
 async def _bus_messages(box: Box) -> list[object]:
@@ -165,10 +173,6 @@ async def test_a_send_recorded_but_not_handed_over_fails_and_stays_recorded(
 ) -> None:
     engine = ScriptedEngine(start_mode="accept")
     async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
-
-        def loop_gone(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
-            raise RuntimeError("This portal is not running")
-
         outcome = await anyio.to_thread.run_sync(
             box.send_from_thread, SendRequest("kept", "m-2"), loop_gone
         )
@@ -187,3 +191,91 @@ async def test_on_the_loop_it_refuses_to_block(tmp_path: Path) -> None:
         with pytest.raises(RuntimeError, match=r"await Box\.send"):
             box.send_from_thread(SendRequest("x"), portal.call)
         assert await _bus_messages(box) == []
+
+
+async def _from_a_thread(box: Box, portal: BlockingPortal, request: SendRequest) -> SendOutcome:
+    return await anyio.to_thread.run_sync(box.send_from_thread, request, portal.call)
+
+
+async def _queue_texts(box: Box) -> list[str]:
+    return [row.text for row in await box.database.chat_queue.load()]
+
+
+async def _wait_for_an_empty_queue(box: Box) -> None:
+    with anyio.fail_after(5):
+        while await _queue_texts(box):
+            await anyio.sleep(0.001)
+
+
+async def test_a_send_the_session_will_queue_is_queued_by_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rule 4: one commit (the record's, with the queue row) before the answer; the
+    # session's writer writes nothing for it, and deletes the row once it is sent.
+    queue_writes: list[tuple[list[int], list[str]]] = []
+    update = SqliteQueueStore.update
+
+    async def counted(
+        store: SqliteQueueStore, deleted: Sequence[int], appended: Sequence[str]
+    ) -> list[int]:
+        queue_writes.append((list(deleted), list(appended)))
+        return await update(store, deleted, appended)
+
+    monkeypatch.setattr(SqliteQueueStore, "update", counted)
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        first = await _from_a_thread(box, portal, SendRequest("first"))
+        assert isinstance(first, TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert box.session.queues_sends
+        second = await _from_a_thread(box, portal, SendRequest("second"))
+        assert second == Queued()
+        assert box.session.queue == ("second",)
+        (row,) = await box.database.chat_queue.load()
+        assert row.text == "second"
+        assert queue_writes == []
+        await engine.runs[0].emit(result_message(session_id="s-1", uuid="r-1"))
+        await wait_until(lambda: engine.runs[0].sent == ["first", "second"])
+        await _wait_for_an_empty_queue(box)
+        assert queue_writes == [([row.row_id], [])]
+
+
+async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session took the text as a turn after all: its row goes once the turn is sent.
+    monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        outcome = await _from_a_thread(box, portal, SendRequest("idle"))
+        assert isinstance(outcome, TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and engine.runs[0].sent == ["idle"])
+        await _wait_for_an_empty_queue(box)
+
+
+async def test_a_queued_send_whose_hand_over_never_came_is_sent_once_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    # Its record and its queue row are one transaction: the next open drains the row,
+    # and the redelivery rule knows the row carries the send (not sent twice).
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+
+        outcome = await anyio.to_thread.run_sync(
+            box.send_from_thread, SendRequest("second", "m-2"), loop_gone
+        )
+        assert outcome == SendFailed("This portal is not running")
+        assert await _queue_texts(box) == ["second"]
+    again = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=again, projects_root=tmp_path):
+        await wait_until(lambda: bool(again.runs) and bool(again.runs[0].sent))
+        # The turn in flight is owed again, ahead of the queue; "second" once.
+        assert again.runs[0].sent == ["first\n\nsecond"]

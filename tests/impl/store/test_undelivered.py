@@ -43,6 +43,11 @@ async def record_delivered(store: AcceptanceStore, text: str) -> int:
     return row_id
 
 
+async def fill_the_disk_but_four_pages(database: BoxDatabase) -> None:
+    pages = await database.read(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
+    await database.read(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 4}"))
+
+
 async def marked(store: AcceptanceStore) -> list[int]:
     return [row.row_id for row in await store.undelivered_messages()]
 
@@ -102,8 +107,7 @@ async def test_a_failed_send_gives_the_news_back(tmp_path: Path) -> None:
     async with await BoxDatabase.open(tmp_path) as database:
         store = AcceptanceStore(database)
         first = await record_delivered(store, "first")
-        pages = await database.read(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
-        await database.read(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 4}"))
+        await fill_the_disk_but_four_pages(database)
         with pytest.raises(sqlite3.OperationalError, match="full"):
             await store.record_user_message(
                 payload("big"),
@@ -121,6 +125,39 @@ async def test_blocking_records_mark_and_unmark_alike(tmp_path: Path) -> None:
         await record_delivered(store, "first")
         recorded = store.record_user_message_blocking(payload("second"), message_id=None, now=NOW)
         assert await marked(store) == [recorded.row_id]
+
+
+async def test_a_send_to_be_queued_is_queued_by_its_own_transaction(tmp_path: Path) -> None:
+    # Rule 6: the queue row rides the send's transaction; a duplicate writes none, and
+    # a transaction that fails leaves neither the send nor its row.
+    async with await BoxDatabase.open(tmp_path) as database:
+        store = AcceptanceStore(database)
+        await database.chat_queue.append("earlier")
+        first = store.record_user_message_blocking(
+            payload("queued"), message_id="m-1", now=NOW, queue_text="queued"
+        )
+        assert isinstance(first, Recorded)
+        assert first.queue_row_id is not None
+        rows = await database.chat_queue.load()
+        assert [(row.row_id, row.text) for row in rows][1:] == [(first.queue_row_id, "queued")]
+        assert rows[0].text == "earlier"
+        again = await store.record_user_message(
+            payload("queued"), message_id="m-1", now=NOW, queue_text="queued"
+        )
+        assert again == AlreadyClaimed(first.row_id)
+        plain = await store.record_user_message(payload("a turn"), message_id=None, now=NOW)
+        assert plain == Recorded(plain.row_id, None)
+        await fill_the_disk_but_four_pages(database)
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            await store.record_user_message(
+                payload("big"),
+                message_id=None,
+                now=NOW,
+                attachments=[Attachment("image/png", b"x" * 100_000)],
+                queue_text="big",
+            )
+        assert [row.text for row in await database.chat_queue.load()] == ["earlier", "queued"]
+        assert await marked(store) == [first.row_id, plain.row_id]
 
 
 async def test_a_settle_unmarks_every_send_before_it(tmp_path: Path) -> None:
