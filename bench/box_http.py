@@ -8,6 +8,11 @@ What is measured, in one run (figures printed, never asserted):
   **baseline**: a bare `ThreadingHTTPServer` answering every POST a fixed 200,
   driven the same way. The target: send p50 ≤ 3 × baseline p50 + one fsync (the
   fsync is measured on the box's disk in the same run and printed too).
+- The same sends to a box whose one turn is **in flight** and never ends (a
+  `ScriptedEngine` that takes the turn and never answers, as a model call of
+  seconds): every send is queued, as every send is while the Claude engine
+  works on a turn. Judged against the same target. (With the `EchoEngine` a turn
+  ends within a millisecond, so many sends there start a turn of their own.)
 - ``GET /api/chat/history?tail=200`` on the ~150 MB transcript of
   `bench/generate_transcript.py` (2,000 lines, 150 photos), warm, beside the
   **baseline**: the same tail read in-process (`read_history` with a warm index
@@ -32,8 +37,9 @@ server's process would take the interpreter lock from the server it measures, wh
 a browser does not.
 
 Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
-fewer requests, for a smoke run). ``--box-sends N [--box-clients C]`` runs the box's
-sends alone, to be profiled (``docs/performance.md``).
+fewer requests, for a smoke run). ``--box-sends N [--box-clients C]
+[--turn-in-flight]`` runs the box's sends alone, to be profiled
+(``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -66,7 +72,9 @@ import anyio.to_thread
 from generate_transcript import generate_transcript
 
 from beebox_impl.box import Box
+from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.http import serve_box
+from beebox_impl.services.send import SendRequest, TurnStarted
 from beebox_impl.transcript import TailSlice, TranscriptIndexCache, read_history
 from beebox_impl.transcript.location import project_dir
 
@@ -266,7 +274,7 @@ class _Clients:
 def _line(label: str, seconds: float, latencies: list[float], failed: int) -> str:
     rate = len(latencies) / seconds if seconds else 0.0
     return (
-        f"  {label:<34} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
+        f"  {label:<42} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
         f"   p99 {_percentile(latencies, 0.99) * 1000:7.3f} ms   failed {failed}"
     )
 
@@ -318,17 +326,31 @@ async def _send_p50s(
 
 
 @asynccontextmanager
-async def _served_box(folder: Path) -> AsyncIterator[tuple[Box, int]]:
-    """A fresh box on its embedded defaults, served on a free port: (box, port)."""
+async def _served_box(folder: Path, turn_in_flight: bool = False) -> AsyncIterator[tuple[Box, int]]:
+    """A fresh box served on a free port: (box, port). On its embedded defaults (the
+    `EchoEngine`), or, with ``turn_in_flight``, on a `ScriptedEngine` whose first
+    turn is started and never answered: as a model call in flight, every send
+    after it is queued."""
+    name = "busy-box" if turn_in_flight else "box"
+    engine = ScriptedEngine(start_mode="accept") if turn_in_flight else None
     async with (
-        Box.open(folder / "box", projects_root=folder / "projects") as box,
+        Box.open(folder / name, engine=engine, projects_root=folder / "projects") as box,
         serve_box(box, port=0) as running,
     ):
+        started = await box.send(SendRequest("the turn in flight")) if turn_in_flight else None
+        if turn_in_flight and not isinstance(started, TurnStarted):
+            raise RuntimeError("the box did not start the turn to keep in flight")
         yield box, running.port
 
 
 async def _box_sends(
-    clients_process: _Clients, box: Box, port: int, sends: int, counts: tuple[int, ...] = (1, 16)
+    clients_process: _Clients,
+    box: Box,
+    port: int,
+    sends: int,
+    *,
+    counts: tuple[int, ...] = (1, 16),
+    label: str = "box send",
 ) -> dict[int, list[float]]:
     """``sends`` sends to the box from each count of clients; print each line; the latencies."""
     latencies: dict[int, list[float]] = {}
@@ -336,20 +358,24 @@ async def _box_sends(
         seconds, latencies[clients], failed = await clients_process.drive(
             port, clients, max(1, sends // clients), _post_send(box.token)
         )
-        print(_line(f"box send, {clients} client(s)", seconds, latencies[clients], failed))
+        print(_line(f"{label}, {clients} client(s)", seconds, latencies[clients], failed))
     return latencies
 
 
 async def _run(
-    folder: Path, quick: bool, box_sends: int | None, box_clients: tuple[int, ...]
+    folder: Path,
+    quick: bool,
+    box_sends: int | None,
+    box_clients: tuple[int, ...],
+    turn_in_flight: bool,
 ) -> None:
     clients_process = _Clients()
     try:
         if box_sends is None:
             await _measure(clients_process, folder, quick)
             return
-        async with _served_box(folder) as (box, port):
-            await _box_sends(clients_process, box, port, box_sends, box_clients)
+        async with _served_box(folder, turn_in_flight) as (box, port):
+            await _box_sends(clients_process, box, port, box_sends, counts=box_clients)
     finally:
         clients_process.close()
 
@@ -383,14 +409,13 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
         )
         halves[half] = await _send_p50s(clients_process, server, f"floor, {half} alone", sends)
 
-    async with _served_box(folder) as (box, port):
-        box_latencies = await _box_sends(clients_process, box, port, sends)
+    def judge_sends(what: str, box_latencies: dict[int, list[float]]) -> None:
         for clients, latencies in box_latencies.items():
             send_target = 3 * baseline_p50[clients] + fsync
             below = " (the target is below the floor)" if send_target < floor_p50[clients] else ""
             verdicts.append(
                 _verdict(
-                    f"send, {clients} client(s)",
+                    f"{what}, {clients} client(s)",
                     _percentile(latencies, 0.5),
                     send_target,
                     "3 x baseline p50 + one fsync",
@@ -403,6 +428,15 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
                 f" its commit alone {halves['commit'][clients] * 1000:.3f} ms,"
                 f" its crossing alone {halves['crossing'][clients] * 1000:.3f} ms"
             )
+
+    async with _served_box(folder, turn_in_flight=True) as (busy, busy_port):
+        label = "box send, a turn in flight"
+        judge_sends(
+            "send while a turn is in flight",
+            await _box_sends(clients_process, busy, busy_port, sends, label=label),
+        )
+    async with _served_box(folder) as (box, port):
+        judge_sends("send", await _box_sends(clients_process, box, port, sends))
 
         print("GET /api/chat/history?tail=200")
         target = project_dir(box.root, projects)
@@ -453,14 +487,21 @@ def main(argv: list[str] | None = None) -> int:
         metavar="C",
         help="with --box-sends: only the N sends by C clients",
     )
+    parser.add_argument(
+        "--turn-in-flight",
+        action="store_true",
+        help="with --box-sends: a box whose one turn never ends, so every send is queued",
+    )
     args = parser.parse_args(argv)
     if args.box_sends is not None and args.box_sends < 1:
         parser.error("--box-sends takes a count of at least 1")
     if args.box_clients is not None and (args.box_sends is None or args.box_clients < 1):
         parser.error("--box-clients takes a count of at least 1, with --box-sends")
+    if args.turn_in_flight and args.box_sends is None:
+        parser.error("--turn-in-flight goes with --box-sends")
     box_clients = (1, 16) if args.box_clients is None else (args.box_clients,)
     with tempfile.TemporaryDirectory(prefix="bbx-bench-http-") as folder:
-        anyio.run(_run, Path(folder), args.quick, args.box_sends, box_clients)
+        anyio.run(_run, Path(folder), args.quick, args.box_sends, box_clients, args.turn_in_flight)
     return 0
 
 
