@@ -126,8 +126,9 @@ async def plan_redelivery(
     ]
     candidates = _candidates(list(rows.values()), session_id, now, markers)
     undelivered = _undelivered(candidates, rows, entries)
+    with_photos = await acceptance.undelivered_with_photos()
     turn_texts = {
-        _row_id(pending["uuid"]): await _turn_text(acceptance, rows[_row_id(pending["uuid"])])
+        _row_id(pending["uuid"]): _turn_text(rows[_row_id(pending["uuid"])], with_photos)
         for pending in candidates
     }
     owed = Counter(turn_texts[row_id] for row_id in undelivered)
@@ -157,9 +158,9 @@ async def plan_redelivery(
     return plan
 
 
-async def _turn_text(acceptance: AcceptanceStore, row: AcceptedRow) -> str:
+def _turn_text(row: AcceptedRow, with_photos: set[int]) -> str:
     # What the send handed the session: the message, and its photos' marker.
-    if await acceptance.has_attachments(row["id"]):
+    if row["id"] in with_photos:
         return row["message"] + photo_marker(row["id"])
     return row["message"]
 

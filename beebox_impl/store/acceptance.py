@@ -384,14 +384,19 @@ class AcceptanceStore:
         )
         return [Attachment(str(media_type), bytes(data)) for media_type, data in rows]
 
-    async def has_attachments(self, row_id: int) -> bool:
-        """Whether the send recorded as ``row_id`` carried photos (still kept)."""
-        row = await self._database.read(
+    async def undelivered_with_photos(self) -> set[int]:
+        """Rule 5: the sends still marked undelivered that carried photos (still kept).
+
+        One read for all of them: a box opening after a long outage may owe
+        thousands, and a read each made its opening take seconds.
+        """
+        rows = await self._database.read(
             lambda c: c.execute(
-                "SELECT 1 FROM chat_attachments WHERE bus_row_id = ? LIMIT 1", (row_id,)
-            ).fetchone()
+                "SELECT DISTINCT chat_attachments.bus_row_id FROM chat_attachments"
+                " JOIN chat_undelivered USING (bus_row_id)"
+            ).fetchall()
         )
-        return row is not None
+        return {int(row_id) for (row_id,) in rows}
 
     async def claimed_row(self, message_id: str) -> int | None:
         """The bus row id that claimed ``message_id``, or None."""

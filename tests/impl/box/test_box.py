@@ -109,8 +109,7 @@ async def test_record_claims_once_in_one_transaction_and_claims_expire(tmp_path:
         rows = await store.recent_events(CHAT_USER_MESSAGE, 50)
         assert [row.payload for row in rows] == [{"message": "a"}, {"message": "b"}]
         assert await store.attachments(first.row_id) == [photo]
-        assert await store.has_attachments(first.row_id)
-        assert not await store.has_attachments(plain.row_id)
+        assert await store.undelivered_with_photos() == {first.row_id}
         assert await store.claimed_row("m-1") == first.row_id
         # Exactly at the TTL the claim still holds; a millisecond past, the id is new.
         at_ttl = await store.record_user_message(
@@ -121,7 +120,7 @@ async def test_record_claims_once_in_one_transaction_and_claims_expire(tmp_path:
         reused = await store.record_user_message({"message": "c"}, message_id="m-1", now=later)
         assert isinstance(reused, Recorded)
         assert await store.attachments(first.row_id) == []
-        assert not await store.has_attachments(first.row_id)
+        assert await store.undelivered_with_photos() == set()
         last = await store.recent_events(CHAT_USER_MESSAGE, 1)
         assert [row.payload for row in last] == [{"message": "c"}]
 

@@ -7,10 +7,12 @@ between the engine's send and its transcript line.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -22,6 +24,7 @@ from beebox_impl.engine.protocol import StartOptions, TurnContent
 from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 from beebox_impl.services.send import Queued, SendRequest, TurnStarted
 from beebox_impl.session.clock import ManualClock
+from beebox_impl.store import BoxDatabase
 from beebox_impl.store.acceptance import Attachment
 from beebox_impl.transcript import TailSlice
 from beebox_spec.entries import JsonObject
@@ -32,6 +35,7 @@ from tests.impl.http.support import wait_idle, wait_until
 pytestmark = pytest.mark.anyio
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+T = TypeVar("T")
 
 
 def opened(
@@ -321,3 +325,35 @@ async def test_a_send_a_dying_run_refused_is_unmarked_by_the_fresh_runs_result(
         await start_turn(box, engine, SendRequest("last"))
         marked = await box.acceptance.undelivered_messages()
         assert [row.payload["message"] for row in marked] == ["last"]  # type: ignore[index, call-overload]
+
+
+async def test_a_box_owing_many_sends_reads_their_photos_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read a send made a box owing thousands take seconds to open: killed sooner
+    # than that, again and again (the kill harness did), it never opened again.
+    clock = ManualClock(START)
+    engine = ScriptedEngine(start_mode="accept")
+    photo = Attachment("image/png", b"\x01\x02")
+    async with opened(tmp_path, engine, clock, tmp_path) as box:
+        await start_turn(box, engine, SendRequest("first"))
+        for number in range(60):
+            images = (photo,) if number % 4 == 0 else ()
+            assert await box.send(SendRequest(f"queued {number}", images=images)) == Queued()
+    reads = 0
+    read = BoxDatabase.read
+
+    async def counted(database: BoxDatabase, query: Callable[[sqlite3.Connection], T]) -> T:
+        nonlocal reads
+        reads += 1
+        return await read(database, query)
+
+    monkeypatch.setattr(BoxDatabase, "read", counted)
+    again = ScriptedEngine(start_mode="accept")
+    (turn,) = await open_and_settle(tmp_path / "box", again, clock, tmp_path)
+    # The drain reads each of the 15 photo sends' photos, the opening a few things
+    # more; a read for each of the 61 sends owed would be more than all of those.
+    assert reads < 30
+    assert isinstance(turn, list)
+    texts = [block["text"] for block in turn if block["type"] == "text"]
+    assert texts == ["first\n\n" + "\n\n".join(f"queued {number}" for number in range(60))]
