@@ -321,7 +321,7 @@ class Box:
             )
             async with ChatSession.open(
                 engine=PhotoEngine(
-                    BoundedStartEngine(engine, start_timeout), acceptance.attachments
+                    BoundedStartEngine(engine, start_timeout), acceptance.attachments_of
                 ),
                 box_root=paths.root,
                 queue_store=database.chat_queue,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Final
 
 from beebox_impl.engine.protocol import Engine, Run, StartOptions, TurnContent
@@ -33,7 +33,9 @@ _MARKER_RE: Final = re.compile(r'\n?<bbx-photos row="([0-9]{1,18})"/>')
 # Anything a client could have typed that looks like a marker.
 _MARKER_LIKE_RE: Final = re.compile(r"<bbx-photos\b[^>]*>")
 
-PhotoLoader = Callable[[int], Awaitable[list[Attachment]]]
+# The photos of each of the given sends (bus row ids), in one read: a turn drained
+# after a restart may carry the photos of hundreds of sends.
+PhotoLoader = Callable[[Sequence[int]], Awaitable[dict[int, list[Attachment]]]]
 
 
 def photo_marker(row_id: int) -> str:
@@ -86,9 +88,10 @@ class PhotoRun:
         if isinstance(content, str):
             text, rows = split_photo_markers(content)
             if rows:
+                photos = await self._load(rows)
                 blocks: list[JsonObject] = []
                 for row_id in rows:
-                    blocks.extend(_image_block(photo) for photo in await self._load(row_id))
+                    blocks.extend(_image_block(photo) for photo in photos.get(row_id, ()))
                 if text or not blocks:
                     blocks.append({"type": "text", "text": text})
                 content = blocks

@@ -425,9 +425,9 @@ class ChatSendService:
     async def _learn_waiting_photo_bytes(self) -> None:
         # Rows queued before this process started (a drained crash) are looked up once.
         while unknown := [row for row in self._waiting_rows() if row not in self._photo_bytes]:
+            photos = await self._acceptance.attachments_of(unknown)
             for row in unknown:
-                photos = await self._acceptance.attachments(row)
-                self._photo_bytes[row] = sum(len(photo.data) for photo in photos)
+                self._photo_bytes[row] = sum(len(photo.data) for photo in photos.get(row, ()))
 
     def _waiting_photo_bytes(self) -> int:
         rows = self._waiting_rows()

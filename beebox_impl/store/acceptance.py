@@ -85,6 +85,11 @@ CHAT_USER_MESSAGE: Final = "chat-user-message"
 CHAT_SETTLED: Final = "chat-settled"
 
 
+# Ids bound into one `IN (...)` (SQLite's default limit on a statement's parameters
+# is 32,766 since 3.32, 999 before).
+_IDS_A_QUERY: Final = 500
+
+
 def epoch_ms(moment: datetime) -> int:
     """Milliseconds since the epoch of a zone-aware moment."""
     # A naive time names no instant: a caller bug.
@@ -383,6 +388,31 @@ class AcceptanceStore:
             ).fetchall()
         )
         return [Attachment(str(media_type), bytes(data)) for media_type, data in rows]
+
+    async def attachments_of(self, row_ids: Sequence[int]) -> dict[int, list[Attachment]]:
+        """`attachments` of each of ``row_ids``, in one read (a row without photos, or
+        whose photos expired, is absent)."""
+        wanted = sorted(set(row_ids))
+
+        def query(connection: sqlite3.Connection) -> list[tuple[int, str, bytes]]:
+            found: list[tuple[int, str, bytes]] = []
+            # SQLite bounds a statement's parameters: the ids go in slices.
+            for start in range(0, len(wanted), _IDS_A_QUERY):
+                ids = wanted[start : start + _IDS_A_QUERY]
+                found.extend(
+                    connection.execute(
+                        "SELECT bus_row_id, media_type, data FROM chat_attachments"
+                        f" WHERE bus_row_id IN ({','.join('?' * len(ids))})"
+                        " ORDER BY bus_row_id, position",
+                        ids,
+                    ).fetchall()
+                )
+            return found
+
+        photos: dict[int, list[Attachment]] = {}
+        for row_id, media_type, data in await self._database.read(query):
+            photos.setdefault(int(row_id), []).append(Attachment(str(media_type), bytes(data)))
+        return photos
 
     async def undelivered_with_photos(self) -> set[int]:
         """Rule 5: the sends still marked undelivered that carried photos (still kept).

@@ -126,6 +126,32 @@ async def test_record_claims_once_in_one_transaction_and_claims_expire(tmp_path:
 
 
 @pytest.mark.anyio
+async def test_the_photos_of_many_sends_come_in_one_read(tmp_path: Path) -> None:
+    init_box(tmp_path)
+    async with await BoxDatabase.open(tmp_path) as database:
+        store = AcceptanceStore(database)
+        rows: list[int] = []
+        for number in range(1200):
+            photos = [
+                Attachment("image/png", bytes([number % 256, position])) for position in (0, 1)
+            ]
+            recorded = await store.record_user_message(
+                {"message": str(number)},
+                message_id=None,
+                now=START,
+                attachments=photos if number % 3 == 0 else [],
+            )
+            assert isinstance(recorded, Recorded)
+            rows.append(recorded.row_id)
+        found = await store.attachments_of([*reversed(rows), rows[0]])
+        # Every send with photos (more than one slice of ids), its photos in order.
+        assert sorted(found) == rows[::3]
+        for row_id in rows[::3]:
+            assert found[row_id] == await store.attachments(row_id)
+        assert await store.attachments_of([]) == {}
+
+
+@pytest.mark.anyio
 async def test_a_failed_record_writes_nothing(tmp_path: Path) -> None:
     init_box(tmp_path)
     async with await BoxDatabase.open(tmp_path) as database:
