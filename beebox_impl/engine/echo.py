@@ -15,6 +15,11 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   ``parentUuid`` continuing from the file's last chain entry (as the CLI does since
   2.1). Resuming an id that has no file yet starts that file: lenient on purpose,
   so a box whose old transcript was cleaned up keeps working under its saved id.
+- **A line cut short.** A process killed during a large write leaves part of its
+  line at the file's end; a run that finds one there (`ends_mid_line`: at its
+  start, and after an append of its own that failed) ends it with a line break
+  before its first line, so its own lines stay whole and the cut one reads as
+  one unreadable line, skipped.
 - **Streaming input.** Nothing is emitted until the first turn arrives; then
   ``system/init`` (``session_id``, ``cwd``, ``model: "echo"``, ``tools: []``, …),
   as the CLI does in streaming-input mode.
@@ -108,6 +113,7 @@ __all__ = [
     "EchoEngine",
     "EchoRun",
     "describe_turn",
+    "ends_mid_line",
     "iso_timestamp",
 ]
 
@@ -285,20 +291,42 @@ def last_chain_uuid(path: Path) -> str | None:
     return None
 
 
+def ends_mid_line(path: Path) -> bool:
+    """Whether the file's last line is cut short: not empty, and no line break at its end.
+
+    A process killed in the middle of a large write leaves part of its line (the
+    kernel stops copying at a fatal signal). Appended to directly, the next line
+    would join it as one line no reader can parse, and its turn would be lost
+    from the conversation.
+    """
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return False
+    with handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return False
+        handle.seek(size - 1)
+        return handle.read(1) != b"\n"
+
+
 @dataclass(frozen=True)
 class _Placement:
-    """Where a run's transcript goes, and where its chain continues from."""
+    """Where a run's transcript goes, where its chain continues from, and whether
+    the file ends inside a line (`ends_mid_line`)."""
 
     cwd: str
     path: Path
     parent_uuid: str | None
+    cut_short: bool
 
 
 def _place(box: Path, session_id: str, root: Path) -> _Placement:
     # The CLI records its canonical working directory (realpath, NFC).
     cwd = unicodedata.normalize("NFC", os.path.realpath(box))
     path = transcript_path(box, session_id, root)
-    return _Placement(cwd, path, last_chain_uuid(path))
+    return _Placement(cwd, path, last_chain_uuid(path), ends_mid_line(path))
 
 
 class _FileWork:
@@ -350,6 +378,9 @@ class EchoRun:
         self._cwd = placement.cwd
         self._path = placement.path
         self._parent_uuid = placement.parent_uuid
+        # The file ends inside a line (a write cut short): the next append ends it
+        # first. None: unknown since an append failed, looked at before the next.
+        self._cut_short: bool | None = placement.cut_short
         self._clock = clock
         self._new_id = new_id
         self._files = files
@@ -465,13 +496,22 @@ class EchoRun:
         else:
             line, answer = self._answer_echo(turn.content, started)
         lines.append(line)
+        if self._cut_short is None:
+            self._cut_short = await self._files.run(ends_mid_line, self._path)
+        if self._cut_short:
+            # The cut line ends as a line of its own (unreadable, skipped by readers),
+            # not as the start of this turn's first line.
+            lines.insert(0, b"\n")
         try:
             await self._files.append(self._path, b"".join(lines))
         except BaseException:
             # Not written: the next lines hang where these would have, and the
-            # init message is still to be said.
+            # init message is still to be said. Part of it may be: the next append
+            # looks at the file's end first.
             self._parent_uuid, self._announced = parent_before, announced_before
+            self._cut_short = None
             raise
+        self._cut_short = False
         # A run closed during the write says nothing more (its lines stay written).
         if self._over():
             return

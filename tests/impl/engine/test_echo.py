@@ -21,6 +21,7 @@ from beebox_impl.engine.echo import (
     ECHO_VERSION,
     INTERRUPTED_TEXT,
     describe_turn,
+    ends_mid_line,
     iso_timestamp,
     last_chain_uuid,
 )
@@ -607,3 +608,84 @@ async def test_a_turn_recreates_the_transcripts_folder_if_it_was_removed(
     assert assistant["type"] == "assistant"
     assert stat.S_IMODE(run.transcript_path.stat().st_mode) == 0o600
     await run.close()
+
+
+def said_texts(session_id: str, path: Path) -> list[object]:
+    entries = entries_from_lines(session_id, split_transcript_lines(path.read_bytes()))
+    return [entry["content"][0].get("text") for entry in entries]
+
+
+async def test_a_line_cut_short_by_a_kill_does_not_swallow_the_next_turn(
+    box: Path, projects: Path
+) -> None:
+    # A process killed mid-write leaves part of a line; appended to directly, the
+    # next turn's line would join it, and that turn would be lost from the chat.
+    engine = engine_for(projects)
+    first = await engine.start(StartOptions(cwd=box))
+    await turn(first, first.messages(), "one")
+    await first.close()
+    path = first.transcript_path
+    chain_end = read_lines(path)[-1]["uuid"]
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"user","message":{"role":"user","content":"cut sh')
+    assert ends_mid_line(path)
+    second = await engine.start(StartOptions(cwd=box, resume_session_id=first.session_id))
+    stream = second.messages()
+    await turn(second, stream, "two")
+    await turn(second, stream, "three")
+    assert not ends_mid_line(path)
+    assert said_texts(first.session_id, path) == [
+        "one",
+        'You said: "one"',
+        "two",
+        'You said: "two"',
+        "three",
+        'You said: "three"',
+    ]
+    cut, user, *_ = path.read_bytes().splitlines()[2:]
+    assert cut == b'{"type":"user","message":{"role":"user","content":"cut sh'
+    assert json.loads(user)["parentUuid"] == chain_end
+    await second.close()
+
+
+async def test_an_append_that_failed_part_way_is_ended_before_the_next(
+    box: Path, projects: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    await turn(run, stream, "one")
+    real_append = echo_module._append
+    failures = [OSError("disk full")]
+
+    def failing_part_way(path: Path, data: bytes) -> None:
+        if failures:
+            # Half of the turn's first line reached the file.
+            real_append(path, data[: data.index(b"\n") // 2])
+            raise failures.pop()
+        real_append(path, data)
+
+    monkeypatch.setattr(echo_module, "_append", failing_part_way)
+    await run.send("lost")
+    with pytest.raises(OSError, match="disk full"):
+        await next_message(stream)
+    await run.send("kept")
+    _, result = [await next_message(stream) for _ in range(2)]
+    assert result["result"] == 'You said: "kept"'
+    assert said_texts(run.session_id, run.transcript_path) == [
+        "one",
+        'You said: "one"',
+        "kept",
+        'You said: "kept"',
+    ]
+    await run.close()
+
+
+def test_ends_mid_line_reads_only_the_files_end(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    assert not ends_mid_line(path)
+    path.write_bytes(b"")
+    assert not ends_mid_line(path)
+    path.write_bytes(b'{"a":1}\n')
+    assert not ends_mid_line(path)
+    path.write_bytes(b'{"a":1}\n{"b"')
+    assert ends_mid_line(path)
