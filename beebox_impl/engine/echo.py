@@ -269,26 +269,7 @@ def last_chain_uuid(path: Path) -> str | None:
     None when the file is missing or holds no chain entry. Reading from the end
     makes a resume cost the last turn, not the whole conversation.
     """
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return None
-    with handle:
-        position = handle.seek(0, os.SEEK_END)
-        partial = b""
-        while position > 0:
-            step = min(_TAIL_BLOCK, position)
-            position -= step
-            handle.seek(position)
-            pieces = (handle.read(step) + partial).split(b"\n")
-            # Unless this is the file's start, the first piece may be cut: keep it
-            # to be completed by the next (earlier) block.
-            partial = pieces.pop(0) if position > 0 else b""
-            for raw in reversed(pieces):
-                uuid = _chain_uuid(raw) if raw.strip() else None
-                if uuid is not None:
-                    return uuid
-    return None
+    return _read_tail(path)[0]
 
 
 def ends_mid_line(path: Path) -> bool:
@@ -299,16 +280,35 @@ def ends_mid_line(path: Path) -> bool:
     would join it as one line no reader can parse, and its turn would be lost
     from the conversation.
     """
+    return _read_tail(path, chain=False)[1]
+
+
+def _read_tail(path: Path, *, chain: bool = True) -> tuple[str | None, bool]:
+    """`last_chain_uuid` (when ``chain``) and `ends_mid_line`, from one open of the file."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
-        return False
+        return None, False
     with handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return False
-        handle.seek(size - 1)
-        return handle.read(1) != b"\n"
+        position = handle.seek(0, os.SEEK_END)
+        if position == 0:
+            return None, False
+        handle.seek(position - 1)
+        cut_short = handle.read(1) != b"\n"
+        partial = b""
+        while chain and position > 0:
+            step = min(_TAIL_BLOCK, position)
+            position -= step
+            handle.seek(position)
+            pieces = (handle.read(step) + partial).split(b"\n")
+            # Unless this is the file's start, the first piece may be cut: keep it
+            # to be completed by the next (earlier) block.
+            partial = pieces.pop(0) if position > 0 else b""
+            for raw in reversed(pieces):
+                uuid = _chain_uuid(raw) if raw.strip() else None
+                if uuid is not None:
+                    return uuid, cut_short
+    return None, cut_short
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,7 @@ def _place(box: Path, session_id: str, root: Path) -> _Placement:
     # The CLI records its canonical working directory (realpath, NFC).
     cwd = unicodedata.normalize("NFC", os.path.realpath(box))
     path = transcript_path(box, session_id, root)
-    return _Placement(cwd, path, last_chain_uuid(path), ends_mid_line(path))
+    return _Placement(cwd, path, *_read_tail(path))
 
 
 class _FileWork:

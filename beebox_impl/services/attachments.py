@@ -26,7 +26,14 @@ from beebox_impl.engine.protocol import Engine, Run, StartOptions, TurnContent
 from beebox_impl.store.acceptance import Attachment
 from beebox_spec.entries import JsonObject
 
-__all__ = ["PhotoEngine", "PhotoRun", "photo_marker", "split_photo_markers", "without_markers"]
+__all__ = [
+    "PhotoEngine",
+    "PhotoRun",
+    "handed_text",
+    "photo_marker",
+    "split_photo_markers",
+    "without_markers",
+]
 
 # A marker with the line break before it (the break is the box's, not the client's).
 _MARKER_RE: Final = re.compile(r'\n?<bbx-photos row="([0-9]{1,18})"/>')
@@ -41,6 +48,11 @@ PhotoLoader = Callable[[Sequence[int]], Awaitable[dict[int, list[Attachment]]]]
 def photo_marker(row_id: int) -> str:
     """What the box appends to a turn text whose send (bus row ``row_id``) carried photos."""
     return f'\n<bbx-photos row="{row_id}"/>'
+
+
+def handed_text(message: str, row_id: int, carried_photos: bool) -> str:
+    """What a send hands the session: its message, and its photos' marker if it had any."""
+    return message + photo_marker(row_id) if carried_photos else message
 
 
 def without_markers(text: str) -> str:

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from beebox_impl.services.attachments import photo_marker
+from beebox_impl.services.attachments import handed_text
 from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.chat_session import QUEUE_SEPARATOR
@@ -159,10 +159,7 @@ async def plan_redelivery(
 
 
 def _turn_text(row: AcceptedRow, with_photos: set[int]) -> str:
-    # What the send handed the session: the message, and its photos' marker.
-    if row["id"] in with_photos:
-        return row["message"] + photo_marker(row["id"])
-    return row["message"]
+    return handed_text(row["message"], row["id"], row["id"] in with_photos)
 
 
 def _wrapped(text: str) -> str:

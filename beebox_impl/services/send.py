@@ -63,7 +63,7 @@ from typing import Any, Final, Protocol, TypeAlias, TypeVar
 import anyio
 
 from beebox_impl.ids import new_uuid4
-from beebox_impl.services.attachments import photo_marker, split_photo_markers, without_markers
+from beebox_impl.services.attachments import handed_text, split_photo_markers, without_markers
 from beebox_impl.services.events import BoxEventHub
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
@@ -491,7 +491,7 @@ class ChatSendService:
         self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})
         if request.images:
             self._photo_bytes[recorded.row_id] = sum(len(photo.data) for photo in request.images)
-        turn_text = message + (photo_marker(recorded.row_id) if request.images else "")
+        turn_text = handed_text(message, recorded.row_id, bool(request.images))
         # Before the hand-over: the turn may end before it returns.
         self._acceptance.deliveries.expect(recorded.row_id, turn_text)
         try:

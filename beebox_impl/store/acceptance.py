@@ -380,14 +380,7 @@ class AcceptanceStore:
 
     async def attachments(self, row_id: int) -> list[Attachment]:
         """The photos the send recorded as ``row_id`` carried, in order (none once expired)."""
-        rows = await self._database.read(
-            lambda c: c.execute(
-                "SELECT media_type, data FROM chat_attachments WHERE bus_row_id = ?"
-                " ORDER BY position",
-                (row_id,),
-            ).fetchall()
-        )
-        return [Attachment(str(media_type), bytes(data)) for media_type, data in rows]
+        return (await self.attachments_of((row_id,))).get(row_id, [])
 
     async def attachments_of(self, row_ids: Sequence[int]) -> dict[int, list[Attachment]]:
         """`attachments` of each of ``row_ids``, in one read (a row without photos, or

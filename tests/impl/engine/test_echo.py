@@ -7,7 +7,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -538,20 +538,31 @@ async def test_a_pump_task_sees_every_turn_answered_in_order(box: Path, projects
     assert [line["parentUuid"] for line in lines[1:]] == [line["uuid"] for line in lines[:-1]]
 
 
+def fail_the_next_append(
+    monkeypatch: pytest.MonkeyPatch,
+    error: OSError,
+    written: Callable[[bytes], bytes] = lambda data: b"",
+) -> None:
+    """The engine's next append writes ``written(data)`` of its bytes, then raises ``error``."""
+    real_append = echo_module._append
+    failures = [error]
+
+    def failing_once(path: Path, data: bytes) -> None:
+        if failures:
+            if part := written(data):
+                real_append(path, part)
+            raise failures.pop()
+        real_append(path, data)
+
+    monkeypatch.setattr(echo_module, "_append", failing_once)
+
+
 async def test_a_turn_whose_lines_were_not_written_leaves_the_chain_where_it_was(
     box: Path, projects: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = await engine_for(projects).start(StartOptions(cwd=box))
     stream = run.messages()
-    real_append = echo_module._append
-    failures = [OSError("disk gone")]
-
-    def failing_once(path: Path, data: bytes) -> None:
-        if failures:
-            raise failures.pop()
-        real_append(path, data)
-
-    monkeypatch.setattr(echo_module, "_append", failing_once)
+    fail_the_next_append(monkeypatch, OSError("disk gone"))
     await run.send("lost")
     with pytest.raises(OSError, match="disk gone"):
         await next_message(stream)
@@ -654,17 +665,10 @@ async def test_an_append_that_failed_part_way_is_ended_before_the_next(
     run = await engine_for(projects).start(StartOptions(cwd=box))
     stream = run.messages()
     await turn(run, stream, "one")
-    real_append = echo_module._append
-    failures = [OSError("disk full")]
-
-    def failing_part_way(path: Path, data: bytes) -> None:
-        if failures:
-            # Half of the turn's first line reached the file.
-            real_append(path, data[: data.index(b"\n") // 2])
-            raise failures.pop()
-        real_append(path, data)
-
-    monkeypatch.setattr(echo_module, "_append", failing_part_way)
+    # Half of the turn's first line reaches the file.
+    fail_the_next_append(
+        monkeypatch, OSError("disk full"), written=lambda data: data[: data.index(b"\n") // 2]
+    )
     await run.send("lost")
     with pytest.raises(OSError, match="disk full"):
         await next_message(stream)

@@ -5,6 +5,7 @@ stateful machine's job, ``tests/stateful/``.)"""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
@@ -13,6 +14,7 @@ import pytest
 from beebox_impl.engine import ScriptedEngine
 from beebox_impl.engine.messages import init_message, result_message
 from beebox_impl.session import ChatSession, Closed, StartFailed
+from beebox_impl.session.chat import TurnEndHook
 from beebox_impl.store import BoxDatabase, InMemoryQueueStore, InMemorySessionIdStore, SessionIdFile
 from beebox_impl.testing import settle
 from beebox_spec.lifecycle import Phase
@@ -360,18 +362,26 @@ async def test_a_turns_end_is_told_only_once_its_queue_rows_are_deleted(tmp_path
         assert store.texts == ()
 
 
+def in_memory_session(
+    engine: ScriptedEngine, queue_store: InMemoryQueueStore, on_turn_end: TurnEndHook | None = None
+) -> AbstractAsyncContextManager[ChatSession]:
+    """A session on ``engine`` and ``queue_store``, its session id kept in memory."""
+    return ChatSession.open(
+        engine=engine,
+        box_root=Path("."),
+        queue_store=queue_store,
+        session_id_store=InMemorySessionIdStore(),
+        on_turn_end=on_turn_end,
+    )
+
+
 async def test_a_text_whose_caller_wrote_its_row_is_queued_with_no_write() -> None:
     # The box's send writes the row in the transaction that records the send; the
     # session then only holds the text, and deletes the row once its turn is sent.
     engine = ScriptedEngine(start_mode="accept")
     store = GatedQueueStore()
     store.gate.set()
-    async with ChatSession.open(
-        engine=engine,
-        box_root=Path("."),
-        queue_store=store,
-        session_id_store=InMemorySessionIdStore(),
-    ) as session:
+    async with in_memory_session(engine, store) as session:
         assert not queues_sends(session)
         assert await session.send("a")
         await settle()
@@ -394,12 +404,7 @@ async def test_a_text_with_a_row_taken_as_a_turn_after_all_loses_its_row_once_se
     # ready) by the time the text came. The row goes once the turn is sent.
     engine = ScriptedEngine(start_mode="accept")
     store = InMemoryQueueStore()
-    async with ChatSession.open(
-        engine=engine,
-        box_root=Path("."),
-        queue_store=store,
-        session_id_store=InMemorySessionIdStore(),
-    ) as session:
+    async with in_memory_session(engine, store) as session:
         # From idle: the run starts with it as its first turn.
         assert await session.send_or_enqueue("a", queued_row=await store.append("a"))
         await settle()
@@ -418,12 +423,7 @@ async def test_a_text_with_a_row_taken_as_a_turn_after_all_loses_its_row_once_se
 async def test_a_failed_start_drops_the_callers_text_with_its_row() -> None:
     engine = ScriptedEngine()
     store = InMemoryQueueStore()
-    async with ChatSession.open(
-        engine=engine,
-        box_root=Path("."),
-        queue_store=store,
-        session_id_store=InMemorySessionIdStore(),
-    ) as session:
+    async with in_memory_session(engine, store) as session:
         with session.subscribe() as events:
             assert await session.send_or_enqueue("a", queued_row=await store.append("a"))
             await settle()
@@ -443,12 +443,8 @@ async def test_turn_ends_do_not_split_the_queue_writes_waiting_around_them() -> 
     engine = ScriptedEngine(start_mode="accept")
     store = GatedQueueStore()
     store.gate.set()
-    async with ChatSession.open(
-        engine=engine,
-        box_root=Path("."),
-        queue_store=store,
-        session_id_store=InMemorySessionIdStore(),
-        on_turn_end=lambda texts, delivered: ended.append((texts, delivered)),
+    async with in_memory_session(
+        engine, store, on_turn_end=lambda texts, delivered: ended.append((texts, delivered))
     ) as session:
         assert await session.send("a")
         await settle()

@@ -43,9 +43,20 @@ async def record_delivered(store: AcceptanceStore, text: str) -> int:
     return row_id
 
 
-async def fill_the_disk_but_four_pages(database: BoxDatabase) -> None:
+async def record_on_a_full_disk(
+    database: BoxDatabase, store: AcceptanceStore, queue_text: str | None = None
+) -> None:
+    """A send too big for the room left (four pages): its transaction fails whole."""
     pages = await database.read(lambda c: c.execute("PRAGMA page_count").fetchone()[0])
     await database.read(lambda c: c.execute(f"PRAGMA max_page_count = {pages + 4}"))
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        await store.record_user_message(
+            payload("big"),
+            message_id=None,
+            now=NOW,
+            attachments=[Attachment("image/png", b"x" * 100_000)],
+            queue_text=queue_text,
+        )
 
 
 async def marked(store: AcceptanceStore) -> list[int]:
@@ -107,14 +118,7 @@ async def test_a_failed_send_gives_the_news_back(tmp_path: Path) -> None:
     async with await BoxDatabase.open(tmp_path) as database:
         store = AcceptanceStore(database)
         first = await record_delivered(store, "first")
-        await fill_the_disk_but_four_pages(database)
-        with pytest.raises(sqlite3.OperationalError, match="full"):
-            await store.record_user_message(
-                payload("big"),
-                message_id=None,
-                now=NOW,
-                attachments=[Attachment("image/png", b"x" * 100_000)],
-            )
+        await record_on_a_full_disk(database, store)
         assert await marked(store) == [first]
         assert store.deliveries.take_delivered() == [first]
 
@@ -147,15 +151,7 @@ async def test_a_send_to_be_queued_is_queued_by_its_own_transaction(tmp_path: Pa
         assert again == AlreadyClaimed(first.row_id)
         plain = await store.record_user_message(payload("a turn"), message_id=None, now=NOW)
         assert plain == Recorded(plain.row_id, None)
-        await fill_the_disk_but_four_pages(database)
-        with pytest.raises(sqlite3.OperationalError, match="full"):
-            await store.record_user_message(
-                payload("big"),
-                message_id=None,
-                now=NOW,
-                attachments=[Attachment("image/png", b"x" * 100_000)],
-                queue_text="big",
-            )
+        await record_on_a_full_disk(database, store, queue_text="big")
         assert [row.text for row in await database.chat_queue.load()] == ["earlier", "queued"]
         assert await marked(store) == [first.row_id, plain.row_id]
 
