@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Final
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import sniffio
 
@@ -66,6 +67,7 @@ from beebox_impl.services.history import (
 from beebox_impl.services.husks import keep_husks, stamp_old_husks
 from beebox_impl.services.redelivery import TRANSCRIPT_TAIL, plan_redelivery
 from beebox_impl.services.send import (
+    BoxLoop,
     ChatSendService,
     LoopRunner,
     Sender,
@@ -253,6 +255,7 @@ class Box:
         events: BoxEventHub,
         session: ChatSession,
         history: ChatHistoryService,
+        loop: BoxLoop | None = None,
     ) -> None:
         self.paths = paths
         self.token = token
@@ -263,7 +266,11 @@ class Box:
         self.session = session
         self.history_service = history
         self.send_service = ChatSendService(
-            session=session, acceptance=acceptance, events=events, clock=clock
+            session=session,
+            acceptance=acceptance,
+            events=events,
+            clock=clock,
+            loop=loop,
         )
         self.bootstrap_service = ChatBootstrapService(
             session=session, history=history, acceptance=acceptance, clock=clock
@@ -366,6 +373,7 @@ class Box:
                             events=events,
                             session=session,
                             history=history,
+                            loop=BoxLoop(anyio.lowlevel.current_token(), task_group),
                         )
                     finally:
                         events.close()

@@ -23,9 +23,16 @@ The flow of `ChatSendService.send`, top to bottom:
    `Queued`), with no await between refusal and queueing for a turn to end in.
    From a host's thread, a send the session says it will queue
    (`ChatSession.queues_sends`) has its queue row written by the record's own
-   transaction (rule 6 of `beebox_impl.store.acceptance`): a queued send is
-   answered after one commit, not two. Should the session take it as a turn
-   after all, the row goes once the turn is sent. If
+   transaction (rule 6 of `beebox_impl.store.acceptance`), and is answered
+   `Queued` as soon as that commits: its hand-over is started on the loop and
+   not waited for (as the original answers from its own busy check, with no
+   hop). One commit and no wait for the loop before the answer; the text is in
+   the persisted queue whatever happens to the hand-over. Should the session
+   take it as a turn after all (it went idle meanwhile), the queue's text
+   simply starts the next turn at once, and the row goes once the turn is sent.
+   At most `MAX_UNAWAITED_HAND_OVERS` such hand-overs wait for the loop; past
+   that a thread waits for its own, so a loop that falls behind holds the
+   threads back instead of gathering work. If
    the open run fails the send (it is dying), the text is queued for the fresh
    run its close starts: a recorded message is never dropped.
 
@@ -55,12 +62,15 @@ import base64
 import binascii
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import anyio
+import anyio.lowlevel
+from anyio.abc import TaskGroup
 
 from beebox_impl.ids import new_uuid4
 from beebox_impl.services.attachments import handed_text, split_photo_markers, without_markers
@@ -76,7 +86,9 @@ from beebox_spec.reconcile import inject_user_attr
 
 __all__ = [
     "MAX_MESSAGE_ID_CHARS",
+    "MAX_UNAWAITED_HAND_OVERS",
     "MAX_WAITING_PHOTO_BYTES",
+    "BoxLoop",
     "ChatSendService",
     "Deduplicated",
     "InvalidRequest",
@@ -98,6 +110,9 @@ MAX_MESSAGE_ID_CHARS: Final = 200
 # (base64, a third larger) passes the media route's 16 MiB line limit and none of
 # them could be fetched back (and a model API refuses a request that large).
 MAX_WAITING_PHOTO_BYTES: Final = 10 * 1024 * 1024
+# Ours: queued sends answered from threads whose hand-overs the loop has not yet
+# run. Past it a thread waits for the loop as a turn's send does (module doc, 4).
+MAX_UNAWAITED_HAND_OVERS: Final = 64
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
@@ -260,6 +275,21 @@ class LoopRunner(Protocol):
     def __call__(self, function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T: ...
 
 
+@dataclass(frozen=True)
+class BoxLoop:
+    """The box's event loop as a host's thread reaches it without waiting: its token,
+    and the task group that work started there runs in (`Box.open` makes it)."""
+
+    token: anyio.lowlevel.EventLoopToken
+    task_group: TaskGroup
+
+    def call_soon(self, function: Callable[..., object], /, *args: Any) -> None:
+        """Run ``function(*args)`` on the loop's thread soon, in the order of these
+        calls, from any other thread; returns at once (`anyio.RunFinishedError` when
+        the loop is gone). ``function`` must not raise: nobody would hear it."""
+        self.token.backend_class.run_sync_soon(function, args, self.token.native_token)
+
+
 @dataclass(eq=False)
 class _InFlight:
     """A request in flight with a message id, and how its duplicates hear its answer.
@@ -273,6 +303,17 @@ class _InFlight:
     done: threading.Event = field(default_factory=threading.Event)
     outcome: SendOutcome = field(default_factory=lambda: SendFailed("send did not finish"))
     loop_done: anyio.Event | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _QueuedSend:
+    """A send recorded with its queue row (rule 6), to be handed over on the loop."""
+
+    request: SendRequest
+    message: str
+    payload: JsonObject
+    recorded: Recorded
+    queued_row: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +339,10 @@ class ChatSendService:
         events: BoxEventHub,
         clock: SessionClock,
         new_turn_id: Callable[[], str] = new_uuid4,
+        loop: BoxLoop | None = None,
     ) -> None:
+        """``loop``: where a thread hands a queued send over without waiting for it
+        (module doc, 4); without one, it waits."""
         self._session = session
         self._acceptance = acceptance
         self._events = events
@@ -311,6 +355,10 @@ class ChatSendService:
         # bytes of sends admitted but not yet handed to the session. Loop only.
         self._photo_bytes: dict[int, int] = {}
         self._admitted_photo_bytes = 0
+        self._loop = loop
+        # Taken by a thread that answers before its hand-over has run; given back
+        # once the hand-over is over.
+        self._unawaited_hand_overs = threading.BoundedSemaphore(MAX_UNAWAITED_HAND_OVERS)
 
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """Record ``request`` and hand it to the session; see the module doc."""
@@ -473,10 +521,75 @@ class ChatSendService:
             payload, message_id=request.message_id, now=now, queue_text=queue_text
         )
         try:
+            if (
+                isinstance(recorded, Recorded)
+                and recorded.queue_row_id is not None
+                and self._hand_over_unawaited(
+                    _QueuedSend(request, message, payload, recorded, recorded.queue_row_id)
+                )
+            ):
+                return Queued()
             return run_on_loop(self._after_record, request, message, payload, recorded)
         except Exception as error:
             # The loop is gone (the box is closing): recorded, so pending shows it.
             return SendFailed(str(error) or type(error).__name__)
+
+    def _hand_over_unawaited(self, send: _QueuedSend) -> bool:
+        """Module doc, 4: have the loop hand a queued send over, not waiting for it;
+        False when the caller must wait for its hand-over instead."""
+        loop = self._loop
+        if loop is None or not self._unawaited_hand_overs.acquire(blocking=False):
+            return False
+        try:
+            loop.call_soon(self._hand_over_now, loop, send)
+        except BaseException:
+            self._unawaited_hand_overs.release()
+            raise
+        return True
+
+    def _hand_over_now(self, loop: BoxLoop, send: _QueuedSend) -> None:
+        # On the loop, in the order the threads asked: with no await before the session
+        # has the text, a send answered after this one cannot reach the session first.
+        taken = False
+        try:
+            turn_text = self._announce(send.request, send.message, send.payload, send.recorded)
+            send_turn = self._session.send_or_enqueue_at_once(turn_text, queued_row=send.queued_row)
+            if send_turn is not None:
+                loop.task_group.start_soon(
+                    self._send_taken_turn, send_turn, turn_text, send.recorded
+                )
+                taken = True
+        except Exception as error:
+            # The session or the box is closing: the text's queue row waits on disk.
+            _log.warning(
+                "a queued send (bus row %d) was not handed to the chat (%r); its queue"
+                " row keeps it for the chat's next open",
+                send.recorded.row_id,
+                error,
+            )
+        finally:
+            if not taken:
+                self._unawaited_hand_overs.release()
+
+    async def _send_taken_turn(
+        self, send_turn: Callable[[], Awaitable[None]], turn_text: str, recorded: Recorded
+    ) -> None:
+        """The session took an unawaited hand-over as a turn (it went idle meanwhile)."""
+
+        async def send() -> bool:
+            await send_turn()
+            return True
+
+        try:
+            await self._hand_over(send, turn_text, recorded)
+        except anyio.ClosedResourceError:
+            _log.warning(
+                "a queued send (bus row %d) was not sent as the chat closed; its queue"
+                " row keeps it for the chat's next open",
+                recorded.row_id,
+            )
+        finally:
+            self._unawaited_hand_overs.release()
 
     async def _after_record(
         self,
@@ -488,23 +601,34 @@ class ChatSendService:
         """Rules 3–4 once the record is written: answer a duplicate, or publish and hand over."""
         if isinstance(recorded, AlreadyClaimed):
             return Deduplicated()
+        turn_text = self._announce(request, message, payload, recorded)
+        # One step: a turn ending between a refused send and an enqueue would
+        # otherwise strand the text in the queue of an idle session.
+        send = partial(self._session.send_or_enqueue, turn_text, queued_row=recorded.queue_row_id)
+        try:
+            return await self._hand_over(send, turn_text, recorded)
+        except Exception as error:
+            # Recorded but not handed over: the record (pending) still shows it.
+            return SendFailed(str(error) or type(error).__name__)
+
+    def _announce(
+        self, request: SendRequest, message: str, payload: JsonObject, recorded: Recorded
+    ) -> str:
+        """A recorded send's event and its expected delivery; the text the session gets."""
         self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})
         if request.images:
             self._photo_bytes[recorded.row_id] = sum(len(photo.data) for photo in request.images)
         turn_text = handed_text(message, recorded.row_id, bool(request.images))
         # Before the hand-over: the turn may end before it returns.
         self._acceptance.deliveries.expect(recorded.row_id, turn_text)
-        try:
-            return await self._hand_over(turn_text, recorded.row_id, recorded.queue_row_id)
-        except Exception as error:
-            # Recorded but not handed over: the record (pending) still shows it.
-            return SendFailed(str(error) or type(error).__name__)
+        return turn_text
 
-    async def _hand_over(self, turn_text: str, row_id: int, queued_row: int | None) -> SendOutcome:
+    async def _hand_over(
+        self, send: Callable[[], Awaitable[bool]], turn_text: str, recorded: Recorded
+    ) -> SendOutcome:
+        """``send`` gives the session ``turn_text``: True, a turn; False, queued."""
         try:
-            # One step: a turn ending between a refused send and an enqueue would
-            # otherwise strand the text in the queue of an idle session.
-            accepted = await self._session.send_or_enqueue(turn_text, queued_row=queued_row)
+            accepted = await send()
         except anyio.ClosedResourceError:
             raise
         except Exception:
@@ -512,11 +636,11 @@ class ChatSendService:
             # The dying run's turn ends undelivered and takes the ledger's expectation
             # with it: the fresh run's turn is the one to deliver it. (A queue row the
             # record wrote is still there: the failed turn kept it.)
-            self._acceptance.deliveries.expect(row_id, turn_text)
-            await self._session.enqueue(turn_text, queued_row=queued_row)
+            self._acceptance.deliveries.expect(recorded.row_id, turn_text)
+            await self._session.enqueue(turn_text, queued_row=recorded.queue_row_id)
             return Queued()
         if not accepted:
             return Queued()
         turn_id = self._new_turn_id()
-        self._events.publish("chat-turn", {"turnId": turn_id, "id": row_id})
+        self._events.publish("chat-turn", {"turnId": turn_id, "id": recorded.row_id})
         return TurnStarted(turn_id)

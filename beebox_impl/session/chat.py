@@ -407,6 +407,28 @@ class ChatSession:
         await self._enqueue_text(text, queued_row)
         return False
 
+    def send_or_enqueue_at_once(
+        self, text: str, *, queued_row: int
+    ) -> Callable[[], Awaitable[None]] | None:
+        """`send_or_enqueue`, decided with no await: for a caller on the loop's thread
+        that cannot wait (a callback a handler thread scheduled), with the text's row
+        written by the caller (as ``queued_row`` there).
+
+        Queued: returns None, the text in the queue. Taken as a turn: the session is
+        busy with it on return, so whatever comes after queues behind it, and the
+        function returned sends it; await it at once, in a task of the caller's. It
+        raises what `send_or_enqueue` would (the engine's error for a dying run: the
+        row stays, for the caller to queue the text again). Raises
+        `anyio.ClosedResourceError` once the session is closed.
+        """
+        self._refuse_if_closed()
+        entry = _QueuedText(text, persisted=True, row_id=queued_row)
+        accepted, plan = self._begin_send((entry,), drained=False)
+        if not accepted:
+            self._queue.append(entry)
+            return None
+        return partial(self._dispatch_send, plan)
+
     @property
     def queues_sends(self) -> bool:
         """Whether `send_or_enqueue` would queue a text now (busy, or the close window).
@@ -650,6 +672,9 @@ class ChatSession:
         # A cancelled caller changes nothing; otherwise the call takes effect before it
         # first yields, so calls take effect in the order they are made (see `_leave`).
         await checkpoint_if_cancelled()
+        self._refuse_if_closed()
+
+    def _refuse_if_closed(self) -> None:
         if self._closed:
             raise anyio.ClosedResourceError("the chat session is closed")
 

@@ -9,7 +9,9 @@ and a send recorded but not handed over answers `SendFailed` and stays recorded.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +23,7 @@ from anyio.from_thread import BlockingPortal
 from beebox_impl.box import Box
 from beebox_impl.engine.messages import result_message
 from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.services import send as send_module
 from beebox_impl.services.send import (
     Deduplicated,
     Queued,
@@ -233,7 +236,8 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
         assert box.session.queues_sends
         second = await _from_a_thread(box, portal, SendRequest("second"))
         assert second == Queued()
-        assert box.session.queue == ("second",)
+        # Answered once recorded; the hand-over follows on the loop.
+        await wait_until(lambda: box.session.queue == ("second",))
         (row,) = await box.database.chat_queue.load()
         assert row.text == "second"
         assert queue_writes == []
@@ -246,7 +250,9 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
 async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The session took the text as a turn after all: its row goes once the turn is sent.
+    # Answered as queued, and the session took the text as a turn after all (it was
+    # idle): the queue's text starts the next turn at once, and its row goes once
+    # the turn is sent.
     monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
     engine = ScriptedEngine(start_mode="accept")
     async with (
@@ -254,28 +260,143 @@ async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
         BlockingPortal() as portal,
     ):
         outcome = await _from_a_thread(box, portal, SendRequest("idle"))
-        assert isinstance(outcome, TurnStarted)
+        assert outcome == Queued()
         await wait_until(lambda: bool(engine.runs) and engine.runs[0].sent == ["idle"])
         await _wait_for_an_empty_queue(box)
 
 
+class _CountedCrossings:
+    """A ``run_on_loop`` (a portal's ``call``) that counts the thread's waits for the loop."""
+
+    def __init__(self, portal: BlockingPortal) -> None:
+        self.waits_for_the_loop = 0
+        self._portal = portal
+
+    def __call__(self, function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
+        self.waits_for_the_loop += 1
+        result: T = self._portal.call(function, *args)
+        return result
+
+
+def _hold_the_loop(until: Callable[[], bool]) -> None:
+    """Block the loop's own thread (a test's stand-in for a loop busy elsewhere) until
+    ``until()``, which threads make true."""
+    deadline = time.monotonic() + 10
+    while not until():
+        assert time.monotonic() < deadline, "the threads needed the loop"
+        time.sleep(0.001)
+
+
+def _send_in_a_thread(
+    box: Box, text: str, run_on_loop: _CountedCrossings, answers: list[SendOutcome]
+) -> threading.Thread:
+    thread = threading.Thread(
+        target=lambda: answers.append(box.send_from_thread(SendRequest(text), run_on_loop))
+    )
+    thread.start()
+    return thread
+
+
+async def _busy(box: Box, engine: ScriptedEngine) -> None:
+    """A turn in flight that does not end: the session queues what comes next."""
+    assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+    await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+
+
+@asynccontextmanager
+async def _busy_box(tmp_path: Path) -> AsyncIterator[tuple[Box, _CountedCrossings]]:
+    """A box with a turn in flight, and a counted way for threads to reach its loop."""
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        await _busy(box, engine)
+        yield box, _CountedCrossings(portal)
+
+
+def _answered_while_the_loop_is_held(
+    box: Box, text: str, crossings: _CountedCrossings, answers: list[SendOutcome]
+) -> None:
+    answered = len(answers) + 1
+    thread = _send_in_a_thread(box, text, crossings, answers)
+    _hold_the_loop(until=lambda: len(answers) == answered)
+    thread.join()
+
+
+async def test_a_queued_send_is_answered_without_waiting_for_the_loop(tmp_path: Path) -> None:
+    async with _busy_box(tmp_path) as (box, crossings):
+        answers: list[SendOutcome] = []
+        _answered_while_the_loop_is_held(box, "second", crossings, answers)
+        assert answers == [Queued()]
+        assert crossings.waits_for_the_loop == 0
+        # On disk before the answer; handed over once the loop is free again.
+        assert await _queue_texts(box) == ["second"]
+        await wait_until(lambda: box.session.queue == ("second",))
+
+
+async def test_past_the_bound_a_queued_send_waits_for_its_hand_over_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(send_module, "MAX_UNAWAITED_HAND_OVERS", 1)
+    async with _busy_box(tmp_path) as (box, crossings):
+        answers: list[SendOutcome] = []
+        _answered_while_the_loop_is_held(box, "second", crossings, answers)
+        # The one unawaited hand-over is not run yet: the next send waits for its own.
+        third = _send_in_a_thread(box, "third", crossings, answers)
+        _hold_the_loop(until=lambda: crossings.waits_for_the_loop == 1)
+        await anyio.to_thread.run_sync(third.join)
+        assert answers == [Queued(), Queued()]
+        # In the order they were answered.
+        assert box.session.queue == ("second", "third")
+
+
+class _LoopGone:
+    """A `BoxLoop` whose loop never runs what it is given (the box went first), or,
+    ``refusing``, says so."""
+
+    def __init__(self, *, refusing: bool) -> None:
+        self._refusing = refusing
+
+    def call_soon(self, function: Callable[..., object], /, *args: Any) -> None:
+        if self._refusing:
+            raise RuntimeError("the loop is closed")
+
+
+async def _sent_as_the_loop_goes(
+    box: Box, monkeypatch: pytest.MonkeyPatch, *, refusing: bool
+) -> SendOutcome:
+    """A queued send from a thread, the box's loop gone (`_LoopGone`)."""
+    monkeypatch.setattr(box.send_service, "_loop", _LoopGone(refusing=refusing))
+    return await anyio.to_thread.run_sync(
+        box.send_from_thread, SendRequest("second", "m-2"), loop_gone
+    )
+
+
 async def test_a_queued_send_whose_hand_over_never_came_is_sent_once_after_a_restart(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Its record and its queue row are one transaction: the next open drains the row,
     # and the redelivery rule knows the row carries the send (not sent twice).
-    engine = ScriptedEngine(start_mode="accept")
-    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
-        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
-        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
-
-        outcome = await anyio.to_thread.run_sync(
-            box.send_from_thread, SendRequest("second", "m-2"), loop_gone
-        )
-        assert outcome == SendFailed("This portal is not running")
+    async with _busy_box(tmp_path) as (box, _crossings):
+        # The box goes before the loop runs the hand-over its thread started.
+        outcome = await _sent_as_the_loop_goes(box, monkeypatch, refusing=False)
+        assert outcome == Queued()
+        assert box.session.queue == ()
         assert await _queue_texts(box) == ["second"]
     again = ScriptedEngine(start_mode="accept")
     async with Box.open(tmp_path / "box", engine=again, projects_root=tmp_path):
         await wait_until(lambda: bool(again.runs) and bool(again.runs[0].sent))
         # The turn in flight is owed again, ahead of the queue; "second" once.
         assert again.runs[0].sent == ["first\n\nsecond"]
+
+
+async def test_a_queued_send_the_loop_cannot_take_fails_and_stays_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _busy_box(tmp_path) as (box, _crossings):
+        outcome = await _sent_as_the_loop_goes(box, monkeypatch, refusing=True)
+        assert outcome == SendFailed("the loop is closed")
+        # Recorded and queued on disk: the retry is a duplicate, the next open sends it.
+        assert await _queue_texts(box) == ["second"]
+        assert await box.send(SendRequest("second", "m-2")) == Deduplicated()
