@@ -75,6 +75,7 @@ import logging
 import math
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -343,6 +344,15 @@ class _Server(ThreadingHTTPServer):
         finally:
             with self._lock:
                 self._active -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver prints the traceback to stderr; a box logs it. A client that
+        # went away or stalled mid-request is routine, not an error of the box's.
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            _log.debug("connection from %s ended: %r", client_address, error)
+            return
+        _log.error("a request from %s failed", client_address, exc_info=error)
 
     def close_idle_connections(self) -> None:
         """Shutting down: close connections waiting for their next request."""

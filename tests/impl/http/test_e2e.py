@@ -14,6 +14,7 @@ import pytest
 
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.scripted import ScriptedEngine
+from beebox_impl.http import server as server_module
 from beebox_impl.http.routes import MEDIA_HEADERS
 from tests.impl.http.support import (
     PHOTO_BASE64,
@@ -205,6 +206,38 @@ async def test_an_event_stream_that_fails_is_logged_and_closed(
         assert [r.getMessage() for r in failures] == ["GET /api/events failed mid-stream"]
         assert failures[0].exc_info is not None
         assert "the relay broke" in str(failures[0].exc_info[1])
+
+
+@pytest.mark.parametrize(
+    "case", [(RuntimeError("a handler bug"), "ERROR"), (ConnectionResetError("gone"), "DEBUG")]
+)
+async def test_an_error_that_escapes_a_handler_is_logged_not_printed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[Exception, str],
+) -> None:
+    raised, level = case
+
+    # socketserver's own handler of such errors prints a traceback to stderr.
+    def handle_one_request(self: object) -> None:
+        raise raised
+
+    async with served_box(tmp_path) as (_box, client, _):
+        monkeypatch.setattr(server_module._Handler, "handle_one_request", handle_one_request)
+        with caplog.at_level("DEBUG", logger="beebox_impl.http.server"):
+            said = await anyio.to_thread.run_sync(
+                client.raw, b"GET /api/chat/bootstrap HTTP/1.1\r\n\r\n"
+            )
+            await wait_until(
+                lambda: any(r.exc_info or "ended" in r.getMessage() for r in caplog.records)
+            )
+    assert said == b""
+    (record,) = [r for r in caplog.records if r.name == "beebox_impl.http.server"]
+    assert record.levelname == level
+    assert str(raised) in (str(record.exc_info[1]) if record.exc_info else record.getMessage())
+    assert "Exception occurred" not in capsys.readouterr().err
 
 
 async def test_fifty_concurrent_sends_of_one_message_id_make_one_row_and_one_turn(
