@@ -373,7 +373,7 @@ class Box:
                             events=events,
                             session=session,
                             history=history,
-                            loop=BoxLoop(anyio.lowlevel.current_token(), task_group),
+                            loop=BoxLoop(anyio.lowlevel.current_token()),
                         )
                     finally:
                         events.close()

@@ -36,7 +36,13 @@ The rules, in the order a reader meets them:
    the next run. A caller's text that was to be the first turn is reported failed
    (its sender hears it); texts that came from a drain go back to the head of the
    queue, since they were accepted long before and nobody waits on this start.
-3. **Enqueue** appends to the queue whatever the phase.
+3. **Enqueue** appends to the queue whatever the phase. (Ours) **Enqueue, then
+   drain** appends, then drains as rule 4 does: a text its sender has already
+   been told is queued (a send answered from another thread, on the session's
+   busy reading there) that reaches a session able to take a send (the turn
+   ended meanwhile) rides a turn at once, behind what was queued before it,
+   instead of waiting in an idle session's queue; should that turn's run fail
+   to start, it goes back to the head of the queue with the rest (rule 2).
 4. **Drain.** After a turn's ``result`` and after an unexpected run death, the
    queue drains: all queued texts joined with ``"\\n\\n"`` are sent as one turn —
    onto the open run after a result, onto a fresh run after a death. A drain that
@@ -109,6 +115,7 @@ __all__ = [
     "Emit",
     "EmittedEvent",
     "Enqueue",
+    "EnqueueThenDrain",
     "ForgetSessionId",
     "Interrupt",
     "InterruptRun",
@@ -211,6 +218,13 @@ class Enqueue:
 
 
 @dataclass(frozen=True)
+class EnqueueThenDrain:
+    """A message its sender was told is queued reaches the session (rule 3, ours)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Stop:
     """The caller stops the session: close the run, clear the queue, no drain."""
 
@@ -233,6 +247,7 @@ class Interrupt:
 ChatSessionEvent: TypeAlias = (
     Send
     | Enqueue
+    | EnqueueThenDrain
     | Stop
     | Restart
     | ResetSession
@@ -330,6 +345,8 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _send(state, (text,), drained=False)
         case Enqueue(text=text):
             return ChatSessionStep(replace(state, queue=(*state.queue, text)))
+        case EnqueueThenDrain(text=text):
+            return _drain(replace(state, queue=(*state.queue, text)))
         case Stop():
             return _stop(state)
         case Restart():

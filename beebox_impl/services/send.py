@@ -27,9 +27,10 @@ The flow of `ChatSendService.send`, top to bottom:
    `Queued` as soon as that commits: its hand-over is started on the loop and
    not waited for (as the original answers from its own busy check, with no
    hop). One commit and no wait for the loop before the answer; the text is in
-   the persisted queue whatever happens to the hand-over. Should the session
-   take it as a turn after all (it went idle meanwhile), the queue's text
-   simply starts the next turn at once, and the row goes once the turn is sent.
+   the persisted queue whatever happens to the hand-over. On the loop the text
+   is queued, then the queue drains if the session can take a send
+   (`ChatSession.enqueue_then_drain`): should the turn have ended meanwhile, the
+   text rides a drained turn at once, behind what was queued before it.
    At most `MAX_UNAWAITED_HAND_OVERS` such hand-overs wait for the loop; past
    that a thread waits for its own, so a loop that falls behind holds the
    threads back instead of gathering work. If
@@ -62,15 +63,13 @@ import base64
 import binascii
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, Final, Protocol, TypeAlias, TypeVar
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import TaskGroup
 
 from beebox_impl.ids import new_uuid4
 from beebox_impl.services.attachments import handed_text, split_photo_markers, without_markers
@@ -277,11 +276,10 @@ class LoopRunner(Protocol):
 
 @dataclass(frozen=True)
 class BoxLoop:
-    """The box's event loop as a host's thread reaches it without waiting: its token,
-    and the task group that work started there runs in (`Box.open` makes it)."""
+    """The box's event loop as a host's thread reaches it without waiting for it
+    (`Box.open` makes it, with the loop's token)."""
 
     token: anyio.lowlevel.EventLoopToken
-    task_group: TaskGroup
 
     def call_soon(self, function: Callable[..., object], /, *args: Any) -> None:
         """Run ``function(*args)`` on the loop's thread soon, in the order of these
@@ -541,52 +539,26 @@ class ChatSendService:
         if loop is None or not self._unawaited_hand_overs.acquire(blocking=False):
             return False
         try:
-            loop.call_soon(self._hand_over_now, loop, send)
+            loop.call_soon(self._hand_over_now, send)
         except BaseException:
             self._unawaited_hand_overs.release()
             raise
         return True
 
-    def _hand_over_now(self, loop: BoxLoop, send: _QueuedSend) -> None:
-        # On the loop, in the order the threads asked: with no await before the session
-        # has the text, a send answered after this one cannot reach the session first.
-        taken = False
+    def _hand_over_now(self, send: _QueuedSend) -> None:
+        # On the loop, in the order the threads asked, with no await: a send answered
+        # after this one cannot reach the session first. (It must not raise: trio
+        # would end the run.)
         try:
             turn_text = self._announce(send.request, send.message, send.payload, send.recorded)
-            send_turn = self._session.send_or_enqueue_at_once(turn_text, queued_row=send.queued_row)
-            if send_turn is not None:
-                loop.task_group.start_soon(
-                    self._send_taken_turn, send_turn, turn_text, send.recorded
-                )
-                taken = True
+            self._session.enqueue_then_drain(turn_text, queued_row=send.queued_row)
         except Exception as error:
-            # The session or the box is closing: the text's queue row waits on disk.
+            # The session is closing: the text's queue row waits on disk.
             _log.warning(
                 "a queued send (bus row %d) was not handed to the chat (%r); its queue"
                 " row keeps it for the chat's next open",
                 send.recorded.row_id,
                 error,
-            )
-        finally:
-            if not taken:
-                self._unawaited_hand_overs.release()
-
-    async def _send_taken_turn(
-        self, send_turn: Callable[[], Awaitable[None]], turn_text: str, recorded: Recorded
-    ) -> None:
-        """The session took an unawaited hand-over as a turn (it went idle meanwhile)."""
-
-        async def send() -> bool:
-            await send_turn()
-            return True
-
-        try:
-            await self._hand_over(send, turn_text, recorded)
-        except anyio.ClosedResourceError:
-            _log.warning(
-                "a queued send (bus row %d) was not sent as the chat closed; its queue"
-                " row keeps it for the chat's next open",
-                recorded.row_id,
             )
         finally:
             self._unawaited_hand_overs.release()
@@ -602,11 +574,8 @@ class ChatSendService:
         if isinstance(recorded, AlreadyClaimed):
             return Deduplicated()
         turn_text = self._announce(request, message, payload, recorded)
-        # One step: a turn ending between a refused send and an enqueue would
-        # otherwise strand the text in the queue of an idle session.
-        send = partial(self._session.send_or_enqueue, turn_text, queued_row=recorded.queue_row_id)
         try:
-            return await self._hand_over(send, turn_text, recorded)
+            return await self._hand_over(turn_text, recorded.row_id, recorded.queue_row_id)
         except Exception as error:
             # Recorded but not handed over: the record (pending) still shows it.
             return SendFailed(str(error) or type(error).__name__)
@@ -623,12 +592,11 @@ class ChatSendService:
         self._acceptance.deliveries.expect(recorded.row_id, turn_text)
         return turn_text
 
-    async def _hand_over(
-        self, send: Callable[[], Awaitable[bool]], turn_text: str, recorded: Recorded
-    ) -> SendOutcome:
-        """``send`` gives the session ``turn_text``: True, a turn; False, queued."""
+    async def _hand_over(self, turn_text: str, row_id: int, queued_row: int | None) -> SendOutcome:
         try:
-            accepted = await send()
+            # One step: a turn ending between a refused send and an enqueue would
+            # otherwise strand the text in the queue of an idle session.
+            accepted = await self._session.send_or_enqueue(turn_text, queued_row=queued_row)
         except anyio.ClosedResourceError:
             raise
         except Exception:
@@ -636,11 +604,11 @@ class ChatSendService:
             # The dying run's turn ends undelivered and takes the ledger's expectation
             # with it: the fresh run's turn is the one to deliver it. (A queue row the
             # record wrote is still there: the failed turn kept it.)
-            self._acceptance.deliveries.expect(recorded.row_id, turn_text)
-            await self._session.enqueue(turn_text, queued_row=recorded.queue_row_id)
+            self._acceptance.deliveries.expect(row_id, turn_text)
+            await self._session.enqueue(turn_text, queued_row=queued_row)
             return Queued()
         if not accepted:
             return Queued()
         turn_id = self._new_turn_id()
-        self._events.publish("chat-turn", {"turnId": turn_id, "id": recorded.row_id})
+        self._events.publish("chat-turn", {"turnId": turn_id, "id": row_id})
         return TurnStarted(turn_id)

@@ -407,27 +407,22 @@ class ChatSession:
         await self._enqueue_text(text, queued_row)
         return False
 
-    def send_or_enqueue_at_once(
-        self, text: str, *, queued_row: int
-    ) -> Callable[[], Awaitable[None]] | None:
-        """`send_or_enqueue`, decided with no await: for a caller on the loop's thread
-        that cannot wait (a callback a handler thread scheduled), with the text's row
-        written by the caller (as ``queued_row`` there).
+    def enqueue_then_drain(self, text: str, *, queued_row: int) -> None:
+        """Queue ``text``, its row written by the caller, then drain as after a turn's
+        end (spec rule 3, ours): from the loop's thread, with no await (a callback a
+        handler thread scheduled, for a send it answered queued).
 
-        Queued: returns None, the text in the queue. Taken as a turn: the session is
-        busy with it on return, so whatever comes after queues behind it, and the
-        function returned sends it; await it at once, in a task of the caller's. It
-        raises what `send_or_enqueue` would (the engine's error for a dying run: the
-        row stays, for the caller to queue the text again). Raises
-        `anyio.ClosedResourceError` once the session is closed.
+        A session that can take a send (the turn ended before the text got here)
+        sends the queue, this text last, as one drained turn at once (its send in a
+        task of the session's); otherwise the text waits in the queue. Either way,
+        whatever comes after it queues behind it. Raises `anyio.ClosedResourceError`
+        once the session is closed.
         """
         self._refuse_if_closed()
-        entry = _QueuedText(text, persisted=True, row_id=queued_row)
-        accepted, plan = self._begin_send((entry,), drained=False)
-        if not accepted:
-            self._queue.append(entry)
-            return None
-        return partial(self._dispatch_send, plan)
+        self._queue.append(_QueuedText(text, persisted=True, row_id=queued_row))
+        plan = self._begin_drain()
+        if plan is not None:
+            self._task_group.start_soon(self._perform, plan, name="chat drain")
 
     @property
     def queues_sends(self) -> bool:

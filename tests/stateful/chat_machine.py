@@ -312,36 +312,29 @@ class ChatSessionMachine(RuleBasedStateMachine):
         reading may be stale (here, whenever the session would take the text), so the
         row may belong to a turn: it goes once the turn is sent, or with a start
         that fails."""
-        self._hand_over_with_its_row(
-            text, lambda row_id: self.chat.send_or_enqueue(text, queued_row=row_id)
-        )
-
-    @rule(text=TEXTS)
-    def send_or_enqueue_at_once_with_its_row_written(self, text: str) -> None:
-        """The same hand-over as the rule above, decided with no await by a callback
-        on the loop (`send_or_enqueue_at_once`), the turn then sent by a task."""
-
-        async def at_once(row_id: int) -> bool:
-            send_turn = self.chat.send_or_enqueue_at_once(text, queued_row=row_id)
-            if send_turn is None:
-                return False
-            await send_turn()
-            return True
-
-        self._hand_over_with_its_row(text, at_once)
-
-    def _hand_over_with_its_row(
-        self, text: str, hand_over: Callable[[int], Awaitable[bool]]
-    ) -> None:
         rows_before = len(self.model.persisted_rows)
         row_id = self.act(lambda: self.queue_store.append(text))
-        sent = self.act(lambda: hand_over(row_id))
+        sent = self.act(lambda: self.chat.send_or_enqueue(text, queued_row=row_id))
         accepted = self.model.feed(spec.Send(text))
         if not accepted:
             self.model.feed(spec.Enqueue(text))
         elif isinstance(self.model.state.lifecycle, Starting):
             self.start_with_its_row = (self.model.state.runs_started, rows_before)
-        assert sent == accepted, "the hand-over took it as a turn where the spec did not"
+        assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
+
+    @rule(text=TEXTS)
+    def enqueue_then_drain_with_its_row_written(self, text: str) -> None:
+        """The box's send from a handler thread that answered it queued: the row is
+        written with the send's record, and a callback on the loop hands it over
+        with no await. The session may have gone idle meanwhile (here, whenever the
+        spec's session can take a send): the queue then drains at once."""
+        row_id = self.act(lambda: self.queue_store.append(text))
+
+        async def hand_over() -> None:
+            self.chat.enqueue_then_drain(text, queued_row=row_id)
+
+        self.act(hand_over)
+        self.model.feed(spec.EnqueueThenDrain(text))
 
     def stop(self) -> None:
         self.act(self.chat.stop)

@@ -32,7 +32,7 @@ from beebox_impl.services.send import (
     SendRequest,
     TurnStarted,
 )
-from beebox_impl.session import ChatSession
+from beebox_impl.session import ChatSession, StartFailed
 from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
 from beebox_impl.store.database import SqliteQueueStore
 from tests.impl.http.support import wait_until
@@ -250,9 +250,8 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
 async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Answered as queued, and the session took the text as a turn after all (it was
-    # idle): the queue's text starts the next turn at once, and its row goes once
-    # the turn is sent.
+    # Answered as queued, and the session could take a send after all (it was idle):
+    # the queue drains at once, and the text's row goes once the turn is sent.
     monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
     engine = ScriptedEngine(start_mode="accept")
     async with (
@@ -263,6 +262,46 @@ async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
         assert outcome == Queued()
         await wait_until(lambda: bool(engine.runs) and engine.runs[0].sent == ["idle"])
         await _wait_for_an_empty_queue(box)
+
+
+async def test_a_send_answered_queued_whose_start_fails_stays_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It rode a drained turn: a failed start puts it back at the head of the queue,
+    # row and all, where a caller's own text would be dropped as failed.
+    monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
+    engine = ScriptedEngine(start_mode="fail")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        events = box.session.subscribe()
+        assert await _from_a_thread(box, portal, SendRequest("kept")) == Queued()
+        failed = await events.receive()
+        assert isinstance(failed, StartFailed)
+        assert failed.failed_text is None
+        assert box.session.queue == ("kept",)
+        assert await _queue_texts(box) == ["kept"]
+
+
+async def test_a_send_answered_queued_rides_behind_what_waited_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session is idle with texts queued (its last start failed); a send answered
+    # queued joins them and the queue drains in order, not the new text first.
+    engine = ScriptedEngine(start_mode="fail")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
+        events = box.session.subscribe()
+        assert await _from_a_thread(box, portal, SendRequest("older")) == Queued()
+        assert isinstance(await events.receive(), StartFailed)
+        engine.start_mode = "accept"
+        assert await _from_a_thread(box, portal, SendRequest("newer")) == Queued()
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert engine.runs[0].sent == ["older\n\nnewer"]
 
 
 class _CountedCrossings:
