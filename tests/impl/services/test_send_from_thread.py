@@ -247,17 +247,26 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
         assert queue_writes == [([row.row_id], [])]
 
 
+@asynccontextmanager
+async def _box_reading_busy(
+    tmp_path: Path, engine: ScriptedEngine, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Box, BlockingPortal]]:
+    """A box whose threads always read the session busy (a stale reading when it is not)."""
+    monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        yield box, portal
+
+
 async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Answered as queued, and the session could take a send after all (it was idle):
     # the queue drains at once, and the text's row goes once the turn is sent.
-    monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
         outcome = await _from_a_thread(box, portal, SendRequest("idle"))
         assert outcome == Queued()
         await wait_until(lambda: bool(engine.runs) and engine.runs[0].sent == ["idle"])
@@ -269,12 +278,8 @@ async def test_a_send_answered_queued_whose_start_fails_stays_queued(
 ) -> None:
     # It rode a drained turn: a failed start puts it back at the head of the queue,
     # row and all, where a caller's own text would be dropped as failed.
-    monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
     engine = ScriptedEngine(start_mode="fail")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
         events = box.session.subscribe()
         assert await _from_a_thread(box, portal, SendRequest("kept")) == Queued()
         failed = await events.receive()
@@ -290,11 +295,7 @@ async def test_a_send_answered_queued_rides_behind_what_waited_before_it(
     # The session is idle with texts queued (its last start failed); a send answered
     # queued joins them and the queue drains in order, not the new text first.
     engine = ScriptedEngine(start_mode="fail")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
-        monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
+    async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
         events = box.session.subscribe()
         assert await _from_a_thread(box, portal, SendRequest("older")) == Queued()
         assert isinstance(await events.receive(), StartFailed)
