@@ -31,6 +31,11 @@ floor is out of reach of any box of this shape. Beside it, the floor's two halve
 alone (the commit without the crossing, the crossing without the commit), to show
 what each costs on this machine.
 
+Each line of requests also shows the server's CPU a request (``cpu … ms/req``: this
+process's user and system time while the clients ran, over the requests answered):
+the server runs alone in this process, so at one client its latency follows that
+figure (`docs/performance.md`).
+
 Every client runs in a process of its own (one process for all of them, a thread
 each), for the baseline, the floor and the box alike: a client thread in the
 server's process would take the interpreter lock from the server it measures, which
@@ -49,6 +54,7 @@ import http.client
 import json
 import multiprocessing
 import os
+import resource
 import socket
 import sqlite3
 import statistics
@@ -60,6 +66,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -249,6 +256,17 @@ def _get_one(path: str, token: str, connection: http.client.HTTPConnection) -> N
         raise RuntimeError(f"status {response.status}")
 
 
+@dataclass(frozen=True)
+class _Driven:
+    """One count of clients' requests: how long, each latency, the failures, and the
+    server's CPU (user and system) over them, when it ran in this process."""
+
+    seconds: float
+    latencies: list[float]
+    failed: int
+    server_cpu_seconds: float | None = None
+
+
 class _Clients:
     """The clients' process: `_drive` runs there, so no client thread shares the
     server's interpreter lock (a browser does not); one process for the whole run."""
@@ -262,20 +280,33 @@ class _Clients:
         clients: int,
         per_client: int,
         request: Callable[[http.client.HTTPConnection], None],
-    ) -> tuple[float, list[float], int]:
-        """`_drive` in the clients' process, awaited without blocking the loop."""
+    ) -> _Driven:
+        """`_drive` in the clients' process, awaited without blocking the loop; with
+        the CPU this process (the server's) spent meanwhile."""
+        before = resource.getrusage(resource.RUSAGE_SELF)
         answer = self._pool.submit(_drive, port, clients, per_client, request)
-        return await anyio.to_thread.run_sync(answer.result)
+        seconds, latencies, failed = await anyio.to_thread.run_sync(answer.result)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return _Driven(seconds, latencies, failed, cpu)
 
     def close(self) -> None:
         self._pool.shutdown()
 
 
-def _line(label: str, seconds: float, latencies: list[float], failed: int) -> str:
-    rate = len(latencies) / seconds if seconds else 0.0
+def _line(label: str, driven: _Driven) -> str:
+    latencies = driven.latencies
+    rate = len(latencies) / driven.seconds if driven.seconds else 0.0
+    # The server's CPU a request: in a process of its own, its latency from one
+    # client follows it (docs/performance.md, "Where the one-client send still goes over").
+    cpu = (
+        f"   cpu {driven.server_cpu_seconds / len(latencies) * 1000:6.3f} ms/req"
+        if driven.server_cpu_seconds is not None and latencies
+        else ""
+    )
     return (
         f"  {label:<42} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
-        f"   p99 {_percentile(latencies, 0.99) * 1000:7.3f} ms   failed {failed}"
+        f"   p99 {_percentile(latencies, 0.99) * 1000:7.3f} ms{cpu}   failed {driven.failed}"
     )
 
 
@@ -311,14 +342,14 @@ async def _send_p50s(
     p50: dict[int, float] = {}
     try:
         for clients in (1, 16):
-            seconds, latencies, failed = await clients_process.drive(
+            driven = await clients_process.drive(
                 server.server_address[1],
                 clients,
                 max(1, sends // clients),
                 _post_send(None),
             )
-            print(_line(f"{label}, {clients} client(s)", seconds, latencies, failed))
-            p50[clients] = _percentile(latencies, 0.5)
+            print(_line(f"{label}, {clients} client(s)", driven))
+            p50[clients] = _percentile(driven.latencies, 0.5)
     finally:
         server.shutdown()
         server.server_close()
@@ -355,10 +386,11 @@ async def _box_sends(
     """``sends`` sends to the box from each count of clients; print each line; the latencies."""
     latencies: dict[int, list[float]] = {}
     for clients in counts:
-        seconds, latencies[clients], failed = await clients_process.drive(
+        driven = await clients_process.drive(
             port, clients, max(1, sends // clients), _post_send(box.token)
         )
-        print(_line(f"{label}, {clients} client(s)", seconds, latencies[clients], failed))
+        latencies[clients] = driven.latencies
+        print(_line(f"{label}, {clients} client(s)", driven))
     return latencies
 
 
@@ -452,17 +484,15 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
             started = time.perf_counter()
             read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
             in_process.append(time.perf_counter() - started)
-        print(_line("baseline in-process tail=200", sum(in_process), in_process, 0))
+        print(_line("baseline in-process tail=200", _Driven(sum(in_process), in_process, 0)))
         path = f"/api/chat/history?session={generated.session_id}&tail=200"
         await clients_process.drive(port, 1, 1, _get(path, box.token))
-        seconds, latencies, failed = await clients_process.drive(
-            port, 1, history_requests, _get(path, box.token)
-        )
-        print(_line("box history tail=200 over HTTP", seconds, latencies, failed))
+        history = await clients_process.drive(port, 1, history_requests, _get(path, box.token))
+        print(_line("box history tail=200 over HTTP", history))
         verdicts.append(
             _verdict(
                 "history tail=200",
-                _percentile(latencies, 0.5),
+                _percentile(history.latencies, 0.5),
                 1.5 * _percentile(in_process, 0.5),
                 "1.5 x the in-process p50",
             )

@@ -38,6 +38,9 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
         if "req/s" in line:
             # No request of the smoke run failed.
             assert line.endswith("failed 0"), line
+            # Every server's CPU a request is beside its latency (none for the
+            # in-process read, which no server answers).
+            assert (" ms/req " in line) != ("in-process" in line), line
 
 
 def test_box_sends_alone_print_the_box_lines_only() -> None:
