@@ -58,7 +58,8 @@ task group.
 
 The persisted queue (DESIGN.md §5): `enqueue` writes the row before returning,
 unless its caller wrote it (``queued_row``: the box's send writes it in the
-transaction that records the send, when `queues_sends` says it will be queued);
+transaction that records the send, when `queues_sends` says it will be queued,
+and from a handler thread hands it over with `enqueue_then_drain`);
 the rows of a turn are deleted once the turn is sent, and those of drained texts
 kept (so they go back to the queue) when its run fails to start (the caller's
 text of a failed start goes, row and all, as rule 2 drops it); `stop` deletes
