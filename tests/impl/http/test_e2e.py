@@ -101,6 +101,29 @@ async def test_a_send_while_busy_is_queued_and_reaches_the_next_turn(tmp_path: P
         assert users == ["first", "second\n\nthird"]
 
 
+async def test_one_clients_queued_sends_reach_the_next_turn_in_their_order(
+    tmp_path: Path,
+) -> None:
+    # Each is answered before the loop has handed it over; the hand-overs still
+    # reach the session in the order of the answers.
+    engine = GatedEngine(EchoEngine(tmp_path / "projects", fixed_clock()))
+    async with served_box(tmp_path, engine=engine) as (box, client, _):
+        await client.call("POST", "/api/chat/send", json_body={"message": "first"})
+        await wait_until(lambda: box.session.busy and len(engine.turns) == 1)
+        texts = [f"queued {number}" for number in range(40)]
+
+        def send_in_turn() -> list[Any]:
+            return [
+                client.request("POST", "/api/chat/send", json_body={"message": text}).json()
+                for text in texts
+            ]
+
+        assert await anyio.to_thread.run_sync(send_in_turn) == [{"queued": True}] * 40
+        engine.release()
+        await wait_until(lambda: len(engine.turns) == 2)
+        assert engine.turns[1] == "\n\n".join(texts)
+
+
 async def test_bootstrap_right_after_a_send_to_a_new_chat_shows_it_pending(
     tmp_path: Path,
 ) -> None:
