@@ -21,8 +21,9 @@ The flow of `ChatSendService.send`, top to bottom:
    `TurnStarted` with a fresh ``turnId``, also published as ``chat-turn``); one
    that refuses it (busy, or in the close window) queues the text (answer
    `Queued`), with no await between refusal and queueing for a turn to end in.
-   From a host's thread, a send the session says it will queue
-   (`ChatSession.queues_sends`) has its queue row written by the record's own
+   From a host's thread, a send the session says belongs in the queue
+   (`ChatSession.queues_sends`: it is busy, or texts already wait) has its
+   queue row written by the record's own
    transaction (rule 6 of `beebox_impl.store.acceptance`), and is answered
    `Queued` as soon as that commits: its hand-over is started on the loop and
    not waited for (as the original answers from its own busy check, with no

@@ -427,15 +427,18 @@ class ChatSession:
 
     @property
     def queues_sends(self) -> bool:
-        """Whether `send_or_enqueue` would queue a text now (busy, or the close window).
+        """Whether a send now belongs in the queue: `send_or_enqueue` would queue it
+        (busy, or the close window), or texts already wait there (an idle session's,
+        after a start that failed or a stop) and a send handed over with
+        `enqueue_then_drain` joins them, so they go first.
 
-        Readable from any thread, as a hint: the caller of `send_or_enqueue` may
-        write the text's queue row itself, with its own record of the text
-        (``queued_row``). By the time the text reaches the session the answer may
-        have changed; that costs a row written and deleted, or one the session
-        writes, never a text lost or queued twice.
+        Readable from any thread, as a hint: the caller may write the text's queue
+        row itself, with its own record of the text (``queued_row``). By the time
+        the text reaches the session the answer may have changed; that costs a row
+        written and deleted, or one the session writes, never a text lost or queued
+        twice.
         """
-        return not self._can_accept_send()
+        return bool(self._queue) or not self._can_accept_send()
 
     async def _dispatch_send(self, plan: _Plan) -> None:
         if isinstance(plan, _SendTurn):

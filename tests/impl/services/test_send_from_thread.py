@@ -32,7 +32,7 @@ from beebox_impl.services.send import (
     SendRequest,
     TurnStarted,
 )
-from beebox_impl.session import ChatSession, StartFailed
+from beebox_impl.session import ChatSession, Closed, StartFailed
 from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
 from beebox_impl.store.database import SqliteQueueStore
 from tests.impl.http.support import wait_until
@@ -303,6 +303,32 @@ async def test_a_send_answered_queued_rides_behind_what_waited_before_it(
         assert await _from_a_thread(box, portal, SendRequest("newer")) == Queued()
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
         assert engine.runs[0].sent == ["older\n\nnewer"]
+
+
+async def test_a_send_to_an_idle_chat_with_texts_waiting_goes_behind_them(
+    tmp_path: Path,
+) -> None:
+    # A drained start failed: the chat is idle, its texts queued. The next send from a
+    # thread is queued behind them (the session's reading says so), and they drain
+    # in order; taken as a turn, it would have started a run ahead of them.
+    engine = ScriptedEngine(start_mode="accept")
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        await _busy(box, engine)
+        assert await _from_a_thread(box, portal, SendRequest("waiting")) == Queued()
+        await wait_until(lambda: box.session.queue == ("waiting",))
+        events = box.session.subscribe()
+        engine.start_mode = "fail"
+        await engine.last_run.end()
+        assert isinstance(await events.receive(), Closed)
+        assert isinstance(await events.receive(), StartFailed)
+        assert box.session.queue == ("waiting",)
+        engine.start_mode = "accept"
+        assert await _from_a_thread(box, portal, SendRequest("newer")) == Queued()
+        await wait_until(lambda: len(engine.runs) == 2 and bool(engine.runs[1].sent))
+        assert engine.runs[1].sent == ["waiting\n\nnewer"]
 
 
 class _CountedCrossings:

@@ -420,6 +420,27 @@ async def test_a_text_with_a_row_taken_as_a_turn_after_all_loses_its_row_once_se
         assert store.texts == ()
 
 
+async def test_texts_left_waiting_in_an_idle_session_say_a_send_belongs_behind_them() -> None:
+    # A drained start that failed leaves the session idle with its texts queued: a
+    # send handed over now should join them (`enqueue_then_drain`), not go first.
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    async with in_memory_session(engine, store) as session:
+        assert await session.send("a")
+        await settle()
+        await session.enqueue("b")
+        engine.start_mode = "fail"
+        await engine.last_run.end()
+        await settle()
+        assert session.phase is Phase.IDLE
+        assert queued(session) == ("b",)
+        assert queues_sends(session)
+        engine.start_mode = "accept"
+        session.enqueue_then_drain("c", queued_row=await store.append("c"))
+        await settle()
+        assert engine.last_run.sent == ["b\n\nc"]
+
+
 async def test_a_failed_start_drops_the_callers_text_with_its_row() -> None:
     engine = ScriptedEngine()
     store = InMemoryQueueStore()
