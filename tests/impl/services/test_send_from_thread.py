@@ -42,6 +42,18 @@ pytestmark = pytest.mark.anyio
 T = TypeVar("T")
 
 
+@asynccontextmanager
+async def _box_with_portal(
+    tmp_path: Path, engine: ScriptedEngine
+) -> AsyncIterator[tuple[Box, BlockingPortal]]:
+    """A box on ``engine``, and a portal for threads to reach its loop."""
+    async with (
+        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
+        BlockingPortal() as portal,
+    ):
+        yield box, portal
+
+
 def loop_gone(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
     """A `run_on_loop` whose loop is gone (the box is closing)."""
     raise RuntimeError("This portal is not running")
@@ -56,10 +68,7 @@ async def test_a_send_is_recorded_in_the_calling_thread_and_handed_over(
     tmp_path: Path,
 ) -> None:
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         recorded_in: list[int] = []
         record = box.acceptance.record_user_message_blocking
 
@@ -83,10 +92,7 @@ async def test_a_send_is_recorded_in_the_calling_thread_and_handed_over(
 
 async def test_duplicates_in_threads_and_on_the_loop_share_one_answer(tmp_path: Path) -> None:
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         service = box.send_service
         recording, release = threading.Event(), threading.Event()
         record = box.acceptance.record_user_message_blocking
@@ -158,10 +164,7 @@ async def test_many_duplicates_on_the_loop_hold_no_worker_threads(tmp_path: Path
 
 async def test_a_photo_send_from_a_thread_reaches_the_engine(tmp_path: Path) -> None:
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         request = SendRequest("look", images=(Attachment("image/png", b"\x01\x02"),))
         outcome = await anyio.to_thread.run_sync(box.send_from_thread, request, portal.call)
         assert isinstance(outcome, TurnStarted)
@@ -226,10 +229,7 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
 
     monkeypatch.setattr(SqliteQueueStore, "update", counted)
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         first = await _from_a_thread(box, portal, SendRequest("first"))
         assert isinstance(first, TurnStarted)
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
@@ -253,10 +253,7 @@ async def _box_reading_busy(
 ) -> AsyncIterator[tuple[Box, BlockingPortal]]:
     """A box whose threads always read the session busy (a stale reading when it is not)."""
     monkeypatch.setattr(ChatSession, "queues_sends", property(lambda self: True))
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         yield box, portal
 
 
@@ -312,10 +309,7 @@ async def test_a_send_to_an_idle_chat_with_texts_waiting_goes_behind_them(
     # thread is queued behind them (the session's reading says so), and they drain
     # in order; taken as a turn, it would have started a run ahead of them.
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         await _busy(box, engine)
         assert await _from_a_thread(box, portal, SendRequest("waiting")) == Queued()
         await wait_until(lambda: box.session.queue == ("waiting",))
@@ -373,10 +367,7 @@ async def _busy(box: Box, engine: ScriptedEngine) -> None:
 async def _busy_box(tmp_path: Path) -> AsyncIterator[tuple[Box, _CountedCrossings]]:
     """A box with a turn in flight, and a counted way for threads to reach its loop."""
     engine = ScriptedEngine(start_mode="accept")
-    async with (
-        Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box,
-        BlockingPortal() as portal,
-    ):
+    async with _box_with_portal(tmp_path, engine) as (box, portal):
         await _busy(box, engine)
         yield box, _CountedCrossings(portal)
 
