@@ -38,8 +38,8 @@ The rules, in the order a reader meets them:
    queue, since they were accepted long before and nobody waits on this start.
 3. **Enqueue** appends to the queue whatever the phase. (Ours) **Enqueue, then
    drain** appends, then drains as rule 4 does: a text its sender has already
-   been told is queued (a send answered from another thread, on the session's
-   busy reading there) that reaches a session able to take a send (the turn
+   been told is queued (a send answered from another thread, on what it read of
+   the session there) that reaches a session able to take a send (the turn
    ended meanwhile) rides a turn at once, behind what was queued before it,
    instead of waiting in an idle session's queue; should that turn's run fail
    to start, it goes back to the head of the queue with the rest (rule 2).
