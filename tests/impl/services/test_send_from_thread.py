@@ -1,7 +1,9 @@
 """`Box.send_from_thread`: the send of a host's own thread (the HTTP handlers').
 
 The record is committed in the calling thread and the loop is crossed once, for
-the hand-over; the rules are `send`'s: one bus row per message id, a concurrent
+the hand-over; a send the session will queue is answered once recorded, its
+hand-over a callback on the loop that the thread does not wait for (in order,
+within a bound). The rules are `send`'s: one bus row per message id, a concurrent
 duplicate (on the loop or in another thread) gets the first request's answer,
 and a send recorded but not handed over answers `SendFailed` and stays recorded.
 """
