@@ -10,6 +10,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Final
 
 import anyio
 import pytest
@@ -150,6 +151,22 @@ def test_timestamps_read_like_javascript_to_iso_string() -> None:
 # ---------------------------------------------------------------------------
 # A turn: the stream and the transcript
 # ---------------------------------------------------------------------------
+
+
+def said_texts(session_id: str, path: Path) -> list[object]:
+    entries = entries_from_lines(session_id, split_transcript_lines(path.read_bytes()))
+    return [entry["content"][0].get("text") for entry in entries]
+
+
+# What a chat of "one", "two", "three" reads as, its echoes between.
+ONE_TWO_THREE_ECHOED: Final = [
+    "one",
+    'You said: "one"',
+    "two",
+    'You said: "two"',
+    "three",
+    'You said: "three"',
+]
 
 
 async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
@@ -359,15 +376,7 @@ async def test_resume_appends_to_the_same_file_and_continues_the_chain(
     # Every main-chain line hangs under the one before it.
     chain = [line for line in after if line.get("isSidechain") is False]
     assert [line["parentUuid"] for line in chain] == [None] + [line["uuid"] for line in chain[:-1]]
-    entries = entries_from_lines(first.session_id, split_transcript_lines(path.read_bytes()))
-    assert [entry["content"][0].get("text") for entry in entries] == [
-        "one",
-        'You said: "one"',
-        "two",
-        'You said: "two"',
-        "three",
-        'You said: "three"',
-    ]
+    assert said_texts(first.session_id, path) == ONE_TWO_THREE_ECHOED
     await second.close()
 
 
@@ -621,11 +630,6 @@ async def test_a_turn_recreates_the_transcripts_folder_if_it_was_removed(
     await run.close()
 
 
-def said_texts(session_id: str, path: Path) -> list[object]:
-    entries = entries_from_lines(session_id, split_transcript_lines(path.read_bytes()))
-    return [entry["content"][0].get("text") for entry in entries]
-
-
 async def test_a_line_cut_short_by_a_kill_does_not_swallow_the_next_turn(
     box: Path, projects: Path
 ) -> None:
@@ -645,14 +649,7 @@ async def test_a_line_cut_short_by_a_kill_does_not_swallow_the_next_turn(
     await turn(second, stream, "two")
     await turn(second, stream, "three")
     assert not ends_mid_line(path)
-    assert said_texts(first.session_id, path) == [
-        "one",
-        'You said: "one"',
-        "two",
-        'You said: "two"',
-        "three",
-        'You said: "three"',
-    ]
+    assert said_texts(first.session_id, path) == ONE_TWO_THREE_ECHOED
     cut, user, *_ = path.read_bytes().splitlines()[2:]
     assert cut == b'{"type":"user","message":{"role":"user","content":"cut sh'
     assert json.loads(user)["parentUuid"] == chain_end

@@ -272,6 +272,15 @@ async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
         await _wait_for_an_empty_queue(box)
 
 
+async def _queued_and_its_start_failed(box: Box, portal: BlockingPortal, text: str) -> StartFailed:
+    """Send ``text`` from a thread (answered queued) to a chat whose start fails."""
+    with box.session.subscribe() as events:
+        assert await _from_a_thread(box, portal, SendRequest(text)) == Queued()
+        failed = await events.receive()
+    assert isinstance(failed, StartFailed)
+    return failed
+
+
 async def test_a_send_answered_queued_whose_start_fails_stays_queued(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -279,10 +288,7 @@ async def test_a_send_answered_queued_whose_start_fails_stays_queued(
     # row and all, where a caller's own text would be dropped as failed.
     engine = ScriptedEngine(start_mode="fail")
     async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
-        events = box.session.subscribe()
-        assert await _from_a_thread(box, portal, SendRequest("kept")) == Queued()
-        failed = await events.receive()
-        assert isinstance(failed, StartFailed)
+        failed = await _queued_and_its_start_failed(box, portal, "kept")
         assert failed.failed_text is None
         assert box.session.queue == ("kept",)
         assert await _queue_texts(box) == ["kept"]
@@ -295,9 +301,7 @@ async def test_a_send_answered_queued_rides_behind_what_waited_before_it(
     # queued joins them and the queue drains in order, not the new text first.
     engine = ScriptedEngine(start_mode="fail")
     async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
-        events = box.session.subscribe()
-        assert await _from_a_thread(box, portal, SendRequest("older")) == Queued()
-        assert isinstance(await events.receive(), StartFailed)
+        await _queued_and_its_start_failed(box, portal, "older")
         engine.start_mode = "accept"
         assert await _from_a_thread(box, portal, SendRequest("newer")) == Queued()
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
