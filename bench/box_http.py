@@ -43,7 +43,7 @@ a browser does not.
 
 Run it: ``python bench/box_http.py [--quick]`` (``--quick``: a small transcript and
 fewer requests, for a smoke run). ``--box-sends N [--box-clients C]
-[--turn-in-flight]`` runs the box's sends alone, to be profiled
+[--turn-in-flight | --from-memory]`` runs the box's sends alone, to be profiled
 (``docs/performance.md``).
 """
 
@@ -70,15 +70,17 @@ from dataclasses import dataclass
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from generate_transcript import generate_transcript
+from sessions import AutoAnswerEngine
 
 from beebox_impl.box import Box
+from beebox_impl.engine.protocol import Engine
 from beebox_impl.engine.scripted import ScriptedEngine
 from beebox_impl.http import serve_box
 from beebox_impl.services.send import SendRequest, TurnStarted
@@ -305,7 +307,7 @@ def _line(label: str, driven: _Driven) -> str:
         else ""
     )
     return (
-        f"  {label:<42} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
+        f"  {label:<56} {rate:>9.0f} req/s   p50 {_percentile(latencies, 0.5) * 1000:7.3f} ms"
         f"   p99 {_percentile(latencies, 0.99) * 1000:7.3f} ms{cpu}   failed {driven.failed}"
     )
 
@@ -356,21 +358,37 @@ async def _send_p50s(
     return p50
 
 
+# The engine of a served box: the embedded echo; one whose first turn never ends;
+# one that answers every turn from memory and writes nothing.
+_BoxEngine: TypeAlias = Literal["echo", "turn in flight", "from memory"]
+# How a line of sends names the box's engine.
+_SENDS_LABEL: dict[_BoxEngine, str] = {
+    "echo": "box send",
+    "turn in flight": "box send, a turn in flight",
+    "from memory": "box send, an engine answering from memory",
+}
+
+
 @asynccontextmanager
-async def _served_box(folder: Path, turn_in_flight: bool = False) -> AsyncIterator[tuple[Box, int]]:
+async def _served_box(folder: Path, kind: _BoxEngine = "echo") -> AsyncIterator[tuple[Box, int]]:
     """A fresh box served on a free port: (box, port). On its embedded defaults (the
-    `EchoEngine`), or, with ``turn_in_flight``, on a `ScriptedEngine` whose first
-    turn is started and never answered: as a model call in flight, every send
-    after it is queued."""
-    name = "busy-box" if turn_in_flight else "box"
-    engine = ScriptedEngine(start_mode="accept") if turn_in_flight else None
+    `EchoEngine`); with ``"turn in flight"``, on a `ScriptedEngine` whose first turn
+    is started and never answered: as a model call in flight, every send after it is
+    queued; with ``"from memory"``, on the auto-answer engine of `bench/sessions.py`."""
+    engines: dict[_BoxEngine, tuple[str, Engine | None]] = {
+        "echo": ("box", None),
+        "turn in flight": ("busy-box", ScriptedEngine(start_mode="accept")),
+        "from memory": ("memory-box", AutoAnswerEngine(keep_sent=False)),
+    }
+    name, engine = engines[kind]
     async with (
         Box.open(folder / name, engine=engine, projects_root=folder / "projects") as box,
         serve_box(box, port=0) as running,
     ):
-        started = await box.send(SendRequest("the turn in flight")) if turn_in_flight else None
-        if turn_in_flight and not isinstance(started, TurnStarted):
-            raise RuntimeError("the box did not start the turn to keep in flight")
+        if kind == "turn in flight":
+            started = await box.send(SendRequest("the turn in flight"))
+            if not isinstance(started, TurnStarted):
+                raise RuntimeError("the box did not start the turn to keep in flight")
         yield box, running.port
 
 
@@ -399,15 +417,22 @@ async def _run(
     quick: bool,
     box_sends: int | None,
     box_clients: tuple[int, ...],
-    turn_in_flight: bool,
+    engine: _BoxEngine,
 ) -> None:
     clients_process = _Clients()
     try:
         if box_sends is None:
             await _measure(clients_process, folder, quick)
             return
-        async with _served_box(folder, turn_in_flight) as (box, port):
-            await _box_sends(clients_process, box, port, box_sends, counts=box_clients)
+        async with _served_box(folder, engine) as (box, port):
+            await _box_sends(
+                clients_process,
+                box,
+                port,
+                box_sends,
+                counts=box_clients,
+                label=_SENDS_LABEL[engine],
+            )
     finally:
         clients_process.close()
 
@@ -441,7 +466,11 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
         )
         halves[half] = await _send_p50s(clients_process, server, f"floor, {half} alone", sends)
 
-    def judge_sends(what: str, box_latencies: dict[int, list[float]]) -> None:
+    def judge_sends(
+        what: str,
+        box_latencies: dict[int, list[float]],
+        from_memory: dict[int, list[float]] | None = None,
+    ) -> None:
         for clients, latencies in box_latencies.items():
             send_target = 3 * baseline_p50[clients] + fsync
             below = " (the target is below the floor)" if send_target < floor_p50[clients] else ""
@@ -460,15 +489,24 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
                 f" its commit alone {halves['commit'][clients] * 1000:.3f} ms,"
                 f" its crossing alone {halves['crossing'][clients] * 1000:.3f} ms"
             )
+            if from_memory is not None:
+                verdicts.append(
+                    f"    (info) an engine answering from memory, {clients} client(s): p50"
+                    f" {_percentile(from_memory[clients], 0.5) * 1000:.3f} ms (the same"
+                    " sends with no engine work)"
+                )
 
-    async with _served_box(folder, turn_in_flight=True) as (busy, busy_port):
-        label = "box send, a turn in flight"
+    async with _served_box(folder, "turn in flight") as (busy, busy_port):
+        label = _SENDS_LABEL["turn in flight"]
         judge_sends(
             "send while a turn is in flight",
             await _box_sends(clients_process, busy, busy_port, sends, label=label),
         )
+    async with _served_box(folder, "from memory") as (idle, idle_port):
+        label = _SENDS_LABEL["from memory"]
+        from_memory = await _box_sends(clients_process, idle, idle_port, sends, label=label)
     async with _served_box(folder) as (box, port):
-        judge_sends("send", await _box_sends(clients_process, box, port, sends))
+        judge_sends("send", await _box_sends(clients_process, box, port, sends), from_memory)
 
         print("GET /api/chat/history?tail=200")
         target = project_dir(box.root, projects)
@@ -517,21 +555,30 @@ def main(argv: list[str] | None = None) -> int:
         metavar="C",
         help="with --box-sends: only the N sends by C clients",
     )
-    parser.add_argument(
+    engines = parser.add_mutually_exclusive_group()
+    engines.add_argument(
         "--turn-in-flight",
         action="store_true",
         help="with --box-sends: a box whose one turn never ends, so every send is queued",
+    )
+    engines.add_argument(
+        "--from-memory",
+        action="store_true",
+        help="with --box-sends: a box on an engine that answers every turn from memory",
     )
     args = parser.parse_args(argv)
     if args.box_sends is not None and args.box_sends < 1:
         parser.error("--box-sends takes a count of at least 1")
     if args.box_clients is not None and (args.box_sends is None or args.box_clients < 1):
         parser.error("--box-clients takes a count of at least 1, with --box-sends")
-    if args.turn_in_flight and args.box_sends is None:
-        parser.error("--turn-in-flight goes with --box-sends")
+    engine: _BoxEngine = (
+        "turn in flight" if args.turn_in_flight else "from memory" if args.from_memory else "echo"
+    )
+    if engine != "echo" and args.box_sends is None:
+        parser.error("--turn-in-flight and --from-memory go with --box-sends")
     box_clients = (1, 16) if args.box_clients is None else (args.box_clients,)
     with tempfile.TemporaryDirectory(prefix="bbx-bench-http-") as folder:
-        anyio.run(_run, Path(folder), args.quick, args.box_sends, box_clients, args.turn_in_flight)
+        anyio.run(_run, Path(folder), args.quick, args.box_sends, box_clients, engine)
     return 0
 
 

@@ -30,17 +30,19 @@ def run_quick(script: str, *arguments: str, timeout: float) -> str:
 
 
 def lines_in_order(out: str, starts: tuple[str, ...]) -> list[str]:
-    """The first line of ``out`` starting with each of ``starts``; each must be there,
-    in that order. A line with a verdict (one that names a target, other than an
-    ``(info)`` line beside it) must end in one (a MISSED is a figure, not a failure:
-    the run answered)."""
+    """For each of ``starts`` in turn, the first line of ``out`` after the previous
+    one found that starts with it; each must be there. A line with a verdict (one
+    that names a target, other than an ``(info)`` line beside it) must end in one (a
+    MISSED is a figure, not a failure: the run answered)."""
     lines = out.splitlines()
-    found = [next((line for line in lines if line.startswith(start)), None) for start in starts]
-    assert None not in found, out
-    present = [line for line in found if line is not None]
-    positions = [lines.index(line) for line in present]
-    assert positions == sorted(positions), out
-    for line in present:
+    found: list[str] = []
+    position = 0
+    for start in starts:
+        at = next((i for i in range(position, len(lines)) if lines[i].startswith(start)), None)
+        assert at is not None, f"no line starting {start!r} in order in:\n{out}"
+        found.append(lines[at])
+        position = at + 1
+    for line in found:
         if "target" in line and "(info)" not in line:
             assert line.endswith((": ok", ": MISSED")), line
-    return present
+    return found

@@ -21,6 +21,8 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
             "  floor, crossing alone, 16 client(s)",
             "  box send, a turn in flight, 1 client(s)",
             "  box send, a turn in flight, 16 client(s)",
+            "  box send, an engine answering from memory, 1 client(s)",
+            "  box send, an engine answering from memory, 16 client(s)",
             "  box send, 1 client(s)",
             "  box send, 16 client(s)",
             "  baseline in-process tail=200",
@@ -30,7 +32,11 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
             "  send while a turn is in flight, 16 client(s): p50",
             "    (info) architecture floor, 16 client(s): p50",
             "  send, 1 client(s): p50",
+            "    (info) architecture floor, 1 client(s): p50",
+            "    (info) an engine answering from memory, 1 client(s): p50",
             "  send, 16 client(s): p50",
+            "    (info) architecture floor, 16 client(s): p50",
+            "    (info) an engine answering from memory, 16 client(s): p50",
             "  history tail=200: p50",
         ),
     )
@@ -61,10 +67,21 @@ def test_box_sends_by_one_count_of_clients() -> None:
     assert box_lines[0].endswith("failed 0"), out
 
 
+def test_box_sends_to_an_engine_answering_from_memory() -> None:
+    out = run_quick(
+        "box_http.py", "--box-sends", "24", "--box-clients", "4", "--from-memory", timeout=120
+    )
+    box_lines = [line for line in out.splitlines() if line.startswith("  box send")]
+    assert len(box_lines) == 1, out
+    assert box_lines[0].startswith("  box send, an engine answering from memory, 4 client(s)")
+    assert box_lines[0].endswith("failed 0"), out
+
+
 def test_box_sends_with_a_turn_in_flight_are_queued_sends() -> None:
     out = run_quick(
         "box_http.py", "--box-sends", "24", "--box-clients", "4", "--turn-in-flight", timeout=120
     )
     box_lines = [line for line in out.splitlines() if line.startswith("  box send")]
     assert len(box_lines) == 1, out
+    assert box_lines[0].startswith("  box send, a turn in flight, 4 client(s)"), out
     assert box_lines[0].endswith("failed 0"), out
