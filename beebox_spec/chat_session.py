@@ -64,6 +64,17 @@ The rules, in the order a reader meets them:
    forgetting the saved session id.
 7. **Session id.** An SDK message carrying a session id other than the one the
    session holds is the SDK assigning one: it is saved and announced.
+8. (Ours) **A refused turn.** A run whose send raises has refused the turn (the
+   engine reports it, `TurnRefused`): the session closes that run as
+   ``restart()`` does (unless a close is already asked for), so it is never left
+   ``streaming`` a turn no engine took, busy for good. A turn drained from the
+   queue onto that open run goes back to the head of the queue, and the close
+   handler drains it into a fresh run (rule 6). A fresh run's first turn does not
+   go back (a start that keeps failing this way would start runs without end),
+   nor does a caller's own turn (the caller hears the error and may enqueue the
+   text itself); nor does anything in ``stopping``, whose stop cleared the queue.
+   What does not go back is the engine's to have lost, as a turn in flight when
+   its run dies is.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -132,6 +143,7 @@ __all__ = [
     "SendTurn",
     "StartRun",
     "Stop",
+    "TurnRefused",
     "can_accept_send",
     "combine_queued_texts",
     "initial_state",
@@ -158,6 +170,8 @@ class ChatSessionState:
     ``first_turn`` holds the texts waiting for a starting run to open (non-empty
     exactly while ``starting``); ``first_turn_drained`` says they came from the queue
     rather than from a caller's send, so a failed start puts them back.
+    ``turn_drained`` holds the texts of the turn in flight that a drain sent onto
+    an open run, for a refused turn to put back (rule 8); empty otherwise.
     """
 
     lifecycle: Lifecycle[int] = IDLE
@@ -168,6 +182,7 @@ class ChatSessionState:
     first_turn_drained: bool = False
     turn_text: str = ""
     runs_started: int = 0
+    turn_drained: tuple[str, ...] = ()
 
 
 def initial_state(session_id: str | None = None) -> ChatSessionState:
@@ -225,6 +240,13 @@ class EnqueueThenDrain:
 
 
 @dataclass(frozen=True)
+class TurnRefused:
+    """Run ``run``'s send of the turn in flight raised: it refused the turn (rule 8, ours)."""
+
+    run: int
+
+
+@dataclass(frozen=True)
 class Stop:
     """The caller stops the session: close the run, clear the queue, no drain."""
 
@@ -256,6 +278,7 @@ ChatSessionEvent: TypeAlias = (
     | RunStartFailed
     | SdkMessageArrived
     | RunClosed
+    | TurnRefused
 )
 
 
@@ -370,6 +393,8 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _message_arrived(state, run, message)
         case RunClosed(run=run):
             return _run_closed(state, run)
+        case TurnRefused(run=run):
+            return _turn_refused(state, run)
         case _:
             assert_never(event)
 
@@ -384,7 +409,10 @@ def _send(state: ChatSessionState, texts: tuple[str, ...], *, drained: bool) -> 
     if run is not None:
         streaming = next_lifecycle(state.lifecycle, Streaming(run))
         turn = SendTurn(run, combine_queued_texts(texts))
-        return ChatSessionStep(replace(state, lifecycle=streaming, turn_text=""), (turn,), True)
+        sending = replace(
+            state, lifecycle=streaming, turn_text="", turn_drained=texts if drained else ()
+        )
+        return ChatSessionStep(sending, (turn,), True)
     # No run and idle: ask for one; the texts become its first turn.
     starting: Lifecycle[int] = next_lifecycle(state.lifecycle, Starting())
     run_number = state.runs_started + 1
@@ -459,7 +487,7 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
         return ChatSessionStep(state, tuple(effects))
 
     # Rule 5: busy flips off first, then `done`, then the turn's text and features, then drain.
-    state = replace(state, lifecycle=after_turn_result(state.lifecycle))
+    state = replace(state, lifecycle=after_turn_result(state.lifecycle), turn_drained=())
     effects.append(Emit("done"))
     if state.turn_text:
         effects += [Emit("turn-text", state.turn_text), ApplyFeatureDeltas(state.turn_text)]
@@ -474,12 +502,27 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-    state = replace(state, lifecycle=idle, close_requested=False)
+    state = replace(state, lifecycle=idle, close_requested=False, turn_drained=())
     close = Emit("close", 0 if intentional else None)
     if intentional:
         return ChatSessionStep(state, (close,))
     drained = _drain(state)
     return ChatSessionStep(drained.state, (close, *drained.effects))
+
+
+def _turn_refused(state: ChatSessionState, run: int) -> ChatSessionStep:
+    # Only the current run's turn in flight can be refused: a send is made in `streaming`
+    # (and a stop may have come since).
+    if lifecycle_run(state.lifecycle) != run or not isinstance(
+        state.lifecycle, Streaming | Stopping
+    ):
+        raise InvariantError(f"run {run} refused a turn while {state.lifecycle.phase}")
+    # Rule 8: a drained turn goes back to the head of the queue, unless a stop cleared it.
+    back = () if isinstance(state.lifecycle, Stopping) else state.turn_drained
+    state = replace(state, queue=(*back, *state.queue), turn_drained=())
+    if state.close_requested:
+        return ChatSessionStep(state)
+    return ChatSessionStep(replace(state, close_requested=True), (CloseRun(run),))
 
 
 def _stop(state: ChatSessionState) -> ChatSessionStep:

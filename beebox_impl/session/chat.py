@@ -37,6 +37,14 @@ The rules (numbered as in `beebox_spec.chat_session`)
 7. **Session id.** An SDK message carrying an id other than the one held is saved
    (``.beebox/chat-session-id.json``) and announced; a run starts by resuming the
    id held when it was asked for.
+8. **A refused turn** (ours). A run whose ``send`` raises on the turn in flight is
+   closed as `restart` closes it (unless its close is asked for already): nothing
+   else would ever end that turn, and the session would stay busy for good. A
+   turn a drain sent onto that open run goes back to the head of the queue, rows
+   and all, and the close handler drains it into a fresh run; its end is told by
+   the turn that carries it next. A fresh run's first turn, a caller's own turn
+   (the caller hears the error) and anything in ``stopping`` stay where they are:
+   their turn ends with the run, undelivered, its rows kept.
 
 How it runs
 -----------
@@ -199,6 +207,8 @@ class _Turn:
     entries: tuple[_QueuedText, ...]
     send_done: bool = False
     ended: bool | None = None
+    # A drain's turn onto an open run: refused, it goes back to the queue (rule 8).
+    drained: bool = False
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -448,6 +458,9 @@ class ChatSession:
             try:
                 await plan.handle.run.send(plan.text)
                 self._delete_rows(plan.turn.entries)
+            except Exception:
+                self._close_refusing_run(plan)
+                raise
             finally:
                 self._send_done(plan.turn)
             return
@@ -539,7 +552,7 @@ class ChatSession:
         if handle is not None:
             self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
             self._turn_text = ""
-            self._turn = _Turn(tuple(entries))
+            self._turn = _Turn(tuple(entries), drained=drained)
             return True, _SendTurn(handle, self._turn)
         self._lifecycle = next_lifecycle(self._lifecycle, Starting())
         self._runs_started += 1
@@ -601,6 +614,21 @@ class ChatSession:
         self._turn = _Turn((caller_text,), send_done=True)
         self._turn_ended(delivered=False)
         return StartFailed(reason, caller_text.text)
+
+    def _turn_refused(self, plan: _SendTurn) -> ChatRun | None:
+        """Rule 8: a drained turn back to the head of the queue; the run to close (None:
+        its close is asked for already, or the turn ended before its send raised)."""
+        turn, handle = plan.turn, plan.handle
+        if self._turn is not turn or lifecycle_run(self._lifecycle) is not handle:
+            return None
+        if turn.drained and not isinstance(self._lifecycle, Stopping):
+            # Never told: the turn that carries these texts next tells their end.
+            self._turn = None
+            self._queue = [*turn.entries, *self._queue]
+        if handle.close_requested:
+            return None
+        handle.close_requested = True
+        return handle
 
     def _take_session_id(self, message: AdaptedMessage) -> str | None:
         """Rule 7: the id to save when ``message`` carries a new one."""
@@ -704,11 +732,20 @@ class ChatSession:
         try:
             await plan.handle.run.send(plan.text)
         except Exception as error:
-            # The run is dying; its close handler follows. The rows stay, so a restart retries.
-            _log.warning("sending a turn on run %d failed: %r", plan.handle.number, error)
+            _log.warning("run %d refused a turn: %r", plan.handle.number, error)
+            self._close_refusing_run(plan)
         else:
             self._delete_rows(turn.entries)
         self._send_done(turn)
+
+    def _close_refusing_run(self, plan: _SendTurn) -> None:
+        # Rule 8. In a task: the pump may be the one sending (a drain after a result),
+        # and a run's close ends the stream that pump reads.
+        handle = self._turn_refused(plan)
+        if handle is not None:
+            self._task_group.start_soon(
+                self._close_run, handle, name=f"chat run {handle.number} close (turn refused)"
+            )
 
     def _send_done(self, turn: _Turn) -> None:
         turn.send_done = True

@@ -118,6 +118,21 @@ class StopKeepsTheRows(ChatSession):
         await self._close_run(handle)
 
 
+class RefusedDrainIsDropped(ChatSession):
+    """A drained turn its run refused is closed with the run, not put back in the queue."""
+
+    def _turn_refused(self, plan: _SendTurn) -> ChatRun | None:
+        plan.turn.drained = False
+        return super()._turn_refused(plan)
+
+
+class RefusingRunLeftOpen(ChatSession):
+    """A run that refused a turn is left open, streaming a turn nobody took."""
+
+    def _close_refusing_run(self, plan: _SendTurn) -> None:
+        return None
+
+
 CHAT_MUTANTS: dict[str, type[ChatSession]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -128,5 +143,7 @@ CHAT_MUTANTS: dict[str, type[ChatSession]] = {
         RestartDropsTheQueue,
         FailedDrainDropsItsTexts,
         StopKeepsTheRows,
+        RefusedDrainIsDropped,
+        RefusingRunLeftOpen,
     )
 }

@@ -34,6 +34,7 @@ from beebox_spec.chat_session import (
     SendTurn,
     StartRun,
     Stop,
+    TurnRefused,
     can_accept_send,
     initial_state,
     session_busy,
@@ -210,6 +211,60 @@ def test_a_failed_start_of_a_drain_puts_the_texts_back_at_the_head_of_the_queue(
     assert failed.state.queue == ("b", "c\n\nd", "e"), "drained texts are never dropped"
 
 
+def test_a_refused_drained_turn_goes_back_to_the_head_and_rides_a_fresh_run() -> None:
+    steps = run_events(
+        Send("a"), RunStarted(), Enqueue("b"), Enqueue("c"), sdk("result"), Enqueue("d")
+    )
+    assert sent_turns(steps)[-1] == (1, "b" + QUEUE_SEPARATOR + "c")
+    refused = step(steps[-1].state, TurnRefused(1))
+    # Rule 8: closed as a restart is, not left streaming a turn nobody took.
+    assert refused.effects == (CloseRun(1),)
+    assert refused.state.queue == ("b", "c", "d")
+    assert not session_running(refused.state), "the close window: sends queue"
+    closed = run_events(RunClosed(1), RunStarted(), state=refused.state)
+    assert closed[0].effects == (Emit("close", None), StartRun(2, None))
+    assert sent_turns(closed) == [(2, "b" + QUEUE_SEPARATOR + "c" + QUEUE_SEPARATOR + "d")]
+
+
+def test_a_refused_turn_of_a_caller_closes_the_run_and_puts_nothing_back() -> None:
+    state = run_events(Send("a"), RunStarted(), sdk("result"), Send("b"), Enqueue("c"))[-1].state
+    refused = step(state, TurnRefused(1))
+    assert refused.effects == (CloseRun(1),)
+    assert refused.state.queue == ("c",), "the caller's own text is the caller's to queue"
+
+
+def test_a_refused_first_turn_is_not_put_back() -> None:
+    # Drained into a fresh run after a death: a first turn refused again and again
+    # would start runs without end.
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), RunClosed(1), RunStarted())
+    refused = step(steps[-1].state, TurnRefused(2))
+    assert refused.effects == (CloseRun(2),)
+    assert refused.state.queue == ()
+
+
+def test_a_turn_refused_after_a_restart_goes_back_with_no_second_close() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), sdk("result"), Restart())
+    refused = step(steps[-1].state, TurnRefused(1))
+    assert refused.effects == (), "the restart asked for the close already"
+    assert refused.state.queue == ("b",)
+
+
+def test_a_turn_refused_while_stopping_puts_nothing_back() -> None:
+    steps = run_events(Send("a"), RunStarted(), Enqueue("b"), sdk("result"), Stop())
+    refused = step(steps[-1].state, TurnRefused(1))
+    assert refused.effects == ()
+    assert refused.state.queue == (), "the stop cleared the queue the turn would go back to"
+
+
+def test_only_the_current_runs_turn_in_flight_can_be_refused() -> None:
+    ready = run_events(Send("a"), RunStarted(), sdk("result"))[-1].state
+    with pytest.raises(InvariantError, match="refused a turn while ready"):
+        step(ready, TurnRefused(1))
+    streaming = run_events(Send("b"), state=ready)[-1].state
+    with pytest.raises(InvariantError):
+        step(streaming, TurnRefused(2))
+
+
 def test_interrupt_only_touches_an_open_run() -> None:
     assert step(initial_state(), Interrupt()).effects == ()
     state = run_events(Send("a"), RunStarted())[-1].state
@@ -218,7 +273,14 @@ def test_interrupt_only_touches_an_open_run() -> None:
 
 @pytest.mark.parametrize(
     "event",
-    [RunStarted(), RunStartFailed("x"), RunClosed(1), sdk("result"), sdk("init", session_id="s")],
+    [
+        RunStarted(),
+        RunStartFailed("x"),
+        RunClosed(1),
+        sdk("result"),
+        sdk("init", session_id="s"),
+        TurnRefused(1),
+    ],
 )
 def test_engine_events_without_a_run_are_invariant_failures(event: ChatSessionEvent) -> None:
     with pytest.raises(InvariantError):
@@ -248,8 +310,8 @@ def texts_of(turn: str) -> list[str]:
 class ChatSessionLedger(RuleBasedStateMachine):
     """Random event sequences against the model. Every text the session accepted (a send
     it accepted, or an enqueue) is, at every moment, in exactly one place: sent in a turn,
-    waiting in the queue or as a starting run's first turn, reported failed, or discarded
-    by a deliberate stop."""
+    waiting in the queue or as a starting run's first turn, reported failed, discarded
+    by a deliberate stop, or refused by the run and not put back (rule 8)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -258,6 +320,9 @@ class ChatSessionLedger(RuleBasedStateMachine):
         self.sent: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.discarded: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()
+        # The texts of the last turn sent onto the current run, until it ends.
+        self.in_flight: list[str] = []
         self.counter = 0
         self.runs_asked = 0
 
@@ -274,6 +339,17 @@ class ChatSessionLedger(RuleBasedStateMachine):
             and CloseRun(before.runs_started) in result.effects
         ):
             self.discarded.update(before.queue)
+        if isinstance(event, TurnRefused):
+            # What went back is waiting again, not sent; the rest the run lost.
+            back = result.state.queue[: len(result.state.queue) - len(before.queue)]
+            assert list(back) == self.in_flight[: len(back)], "a refused turn goes back whole"
+            self.sent.subtract(self.in_flight)
+            self.refused.update(self.in_flight[len(back) :])
+            self.in_flight = []
+        if isinstance(event, RunClosed) or (
+            isinstance(event, SdkMessageArrived) and event.message["type"] == "result"
+        ):
+            self.in_flight = []
         for effect in result.effects:
             self.account(effect)
         return result
@@ -283,6 +359,7 @@ class ChatSessionLedger(RuleBasedStateMachine):
             case SendTurn(run=run, text=text):
                 assert run == self.state.runs_started, "turns go onto the current run"
                 self.sent.update(texts_of(text))
+                self.in_flight = texts_of(text)
             case ReportStartFailed(failed_text=str() as text):
                 self.failed[text] += 1
             case StartRun(run=run):
@@ -329,10 +406,16 @@ class ChatSessionLedger(RuleBasedStateMachine):
     def run_ends(self) -> None:
         self.apply(RunClosed(self.state.runs_started))
 
+    @precondition(lambda self: self.state.lifecycle.phase in (Phase.STREAMING, Phase.STOPPING))
+    @rule()
+    def turn_refused(self) -> None:
+        self.apply(TurnRefused(self.state.runs_started))
+
     @invariant()
     def nothing_lost_or_duplicated(self) -> None:
         waiting = Counter(self.state.queue) + Counter(self.state.first_turn)
-        assert self.sent + waiting + self.failed + self.discarded == self.accepted
+        accounted = self.sent + waiting + self.failed + self.discarded + self.refused
+        assert accounted == self.accepted
 
     @invariant()
     def state_is_coherent(self) -> None:
@@ -345,6 +428,8 @@ class ChatSessionLedger(RuleBasedStateMachine):
         )
         if lifecycle.phase is Phase.STOPPING:
             assert self.state.close_requested, "stopping always closed its run"
+        if self.state.turn_drained:
+            assert lifecycle.phase in (Phase.STREAMING, Phase.STOPPING), "only a turn in flight"
 
 
 ChatSessionLedger.TestCase.settings = settings(

@@ -62,6 +62,7 @@ from tests.stateful.harness import (
     HeldRun,
     HoldingEngine,
     MessageKind,
+    TurnRefusedByMachine,
     call_and_settle,
     raw_message,
 )
@@ -96,6 +97,8 @@ class SpecChat:
         # This life's events and feature-delta calls.
         self.events: list[tuple[str, object]] = []
         self.feature_calls: list[str] = []
+        # Engine run indexes whose next turn the run refuses (rule 8).
+        self.refusing: set[int] = set()
 
     def boot(self, session_id: str | None, rows: tuple[str, ...]) -> None:
         """The session opening on a box: its saved id, and a drain of the persisted rows."""
@@ -138,7 +141,12 @@ class SpecChat:
             case spec.StartRun(resume_session_id=resume):
                 self.resumed.append(resume)
             case spec.SendTurn(run=run, text=text):
-                self.sent[self.run_index[run]].append(text)
+                index = self.run_index[run]
+                if index in self.refusing:
+                    self.refusing.discard(index)
+                    events.append(spec.TurnRefused(run))
+                else:
+                    self.sent[index].append(text)
             case spec.CloseRun(run=run):
                 # Unheld, the scripted engine ends the stream at once.
                 if not self.hold_closes:
@@ -160,6 +168,12 @@ class SpecChat:
     @property
     def current_run(self) -> int | None:
         return lifecycle_run(self.state.lifecycle)
+
+    @property
+    def refusing_now(self) -> bool:
+        """Whether the current run refuses the next turn sent to it."""
+        run = self.current_run
+        return run is not None and self.run_index.get(run) in self.refusing
 
     @property
     def persisted_rows(self) -> tuple[str, ...]:
@@ -285,9 +299,19 @@ class ChatSessionMachine(RuleBasedStateMachine):
 
     # --- The caller ------------------------------------------------------------------
 
+    def refused_or(self, action: Callable[[], Awaitable[bool]]) -> bool:
+        """``action``'s answer; True when it raised because the run refused its turn,
+        which the spec must then have seen too."""
+        refusing = self.model.refusing_now
+        try:
+            return self.act(action)
+        except TurnRefusedByMachine:
+            assert refusing, "a send raised where the spec had no refusal"
+            return True
+
     @rule(text=TEXTS)
     def send(self, text: str) -> None:
-        accepted = self.act(lambda: self.chat.send(text))
+        accepted = self.refused_or(lambda: self.chat.send(text))
         assert accepted == self.model.feed(spec.Send(text)), "send accepted differs"
 
     @rule(text=TEXTS)
@@ -299,12 +323,14 @@ class ChatSessionMachine(RuleBasedStateMachine):
     def send_or_enqueue(self, text: str) -> None:
         """The HTTP route's one step: the spec's Send, and its Enqueue when refused,
         with no engine event between them."""
-        sent = self.act(lambda: self.chat.send_or_enqueue(text))
+        sent = self.refused_or(lambda: self.chat.send_or_enqueue(text))
         accepted = self.model.feed(spec.Send(text))
         if not accepted:
             self.model.feed(spec.Enqueue(text))
         assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
 
+    # A caller's refused turn keeps the row it wrote: the box's send queues it again.
+    @precondition(lambda self: not self.model.refusing_now)
     @rule(text=TEXTS)
     def send_or_enqueue_with_its_row_written(self, text: str) -> None:
         """The box's send from a handler thread, when the session said it would queue:
@@ -445,6 +471,16 @@ class ChatSessionMachine(RuleBasedStateMachine):
     def whole_turn(self, text: str, session_id: str) -> None:
         self.assistant_says(text, session_id)
         self.turn_result_arrives(session_id)
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule()
+    def run_refuses_its_next_turn(self) -> None:
+        """The run's next send raises, the run staying open (rule 8): say, the turn's
+        photos could not be read."""
+        run = self.model.current_run
+        assert run is not None
+        self.current_engine_run().refuse_next_send = True
+        self.model.refusing.add(self.model.run_index[run])
 
     @precondition(lambda self: self.model.current_run is not None)
     @rule()

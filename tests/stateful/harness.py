@@ -39,6 +39,7 @@ __all__ = [
     "HeldRun",
     "HoldingEngine",
     "MessageKind",
+    "TurnRefusedByMachine",
     "call_and_settle",
     "raw_message",
     "settle",
@@ -47,13 +48,19 @@ __all__ = [
 T = TypeVar("T")
 
 
+class TurnRefusedByMachine(RuntimeError):
+    """A `HeldRun`'s send raised because the machine said so (`HeldRun.refuse_next_send`)."""
+
+
 def call_and_settle(portal: BlockingPortal, action: Callable[[], Awaitable[T]]) -> T:
-    """Run ``action`` on the portal's loop, settle, and return what it returned."""
+    """Run ``action`` on the portal's loop, settle, and return what it returned (or,
+    settled all the same, raise what it raised)."""
 
     async def act() -> T:
-        result = await action()
-        await settle()
-        return result
+        try:
+            return await action()
+        finally:
+            await settle()
 
     return portal.call(act)
 
@@ -65,6 +72,8 @@ class HeldRun:
         self.inner = inner
         self.hold_closes = hold_closes
         self.close_requested = False
+        # The next send raises `TurnRefusedByMachine`, the run staying open.
+        self.refuse_next_send = False
 
     @property
     def closed(self) -> bool:
@@ -86,6 +95,10 @@ class HeldRun:
         return self.inner.messages()
 
     async def send(self, content: TurnContent) -> None:
+        if self.refuse_next_send:
+            self.refuse_next_send = False
+            await checkpoint()
+            raise TurnRefusedByMachine("the machine refuses this turn")
         await self.inner.send(content)
 
     async def interrupt(self) -> None:

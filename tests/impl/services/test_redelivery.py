@@ -314,9 +314,9 @@ async def test_a_send_a_dying_run_refused_is_unmarked_by_the_fresh_runs_result(
         await start_turn(box, engine, SendRequest("first"))
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
         await wait_until(lambda: not box.session.busy)
-        # The open run fails the send: queued for the fresh run its close starts.
+        # The open run fails the send: the session closes it (rule 8), and the text,
+        # queued, rides the fresh run that close starts.
         assert await box.send(SendRequest("refused")) == Queued()
-        await engine.last_run.end()
         await wait_until(lambda: len(engine.runs) == 2 and engine.runs[1].sent == ["refused"])
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
         # Its queue row goes first, then the ledger hears of the turn's end.

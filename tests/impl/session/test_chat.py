@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from beebox_impl.engine import ScriptedEngine
+from beebox_impl.engine import ScriptedEngine, ScriptedRun, TurnContent
 from beebox_impl.engine.messages import init_message, result_message
 from beebox_impl.session import ChatSession, Closed, StartFailed
 from beebox_impl.session.chat import TurnEndHook
@@ -375,6 +375,11 @@ def in_memory_session(
     )
 
 
+def told(ended: list[tuple[tuple[str, ...], bool]]) -> TurnEndHook:
+    """A turn-end hook that writes each turn's end down in ``ended``."""
+    return lambda texts, delivered: ended.append((texts, delivered))
+
+
 async def test_a_text_whose_caller_wrote_its_row_is_queued_with_no_write() -> None:
     # The box's send writes the row in the transaction that records the send; the
     # session then only holds the text, and deletes the row once its turn is sent.
@@ -464,9 +469,7 @@ async def test_turn_ends_do_not_split_the_queue_writes_waiting_around_them() -> 
     engine = ScriptedEngine(start_mode="accept")
     store = GatedQueueStore()
     store.gate.set()
-    async with in_memory_session(
-        engine, store, on_turn_end=lambda texts, delivered: ended.append((texts, delivered))
-    ) as session:
+    async with in_memory_session(engine, store, on_turn_end=told(ended)) as session:
         assert await session.send("a")
         await settle()
         await engine.last_run.emit(init_message("s-1"))
@@ -492,3 +495,86 @@ async def test_turn_ends_do_not_split_the_queue_writes_waiting_around_them() -> 
         assert store.writes == [([], ["b"]), ([], ["x"]), ([1, 2], ["c"])]
         assert ended == [(("a",), True), (("b", "x"), True)]
         assert store.texts == ("c",)
+
+
+def refuse_sends(run: ScriptedRun, count: int = 1) -> None:
+    """``run``'s next ``count`` sends raise, the run staying open (say, the photos of
+    the turn could not be read)."""
+    send, refusals = run.send, [RuntimeError("the turn could not be sent")] * count
+
+    async def refusing(content: TurnContent) -> None:
+        if refusals:
+            raise refusals.pop()
+        await send(content)
+
+    run.send = refusing  # type: ignore[method-assign]
+
+
+async def test_a_drained_turn_the_run_refuses_rides_a_fresh_run() -> None:
+    # Rule 8: left streaming a turn no engine took, the session was busy for good and
+    # every later send queued behind it.
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    async with in_memory_session(engine, store, on_turn_end=told(ended)) as session:
+        assert await session.send("a")
+        await settle()
+        await session.enqueue("b")
+        await session.enqueue("c")
+        refused = engine.last_run
+        refuse_sends(refused)
+        with session.subscribe() as events:
+            await refused.emit(result_message(session_id="s-1", uuid="r-1"))
+            await settle()
+            assert refused.closed, "the session closed the run that refused the turn"
+            assert Closed(None) in events.drain_nowait()
+        fresh = engine.last_run
+        assert fresh is not refused
+        assert fresh.sent == ["b\n\nc"]
+        assert session.phase is Phase.STREAMING
+        # The rows stayed until the turn was sent; its end is told once, by the turn
+        # that carried it.
+        assert store.texts == ()
+        await fresh.emit(result_message(session_id="s-1", uuid="r-2"))
+        await settle()
+        assert ended == [(("a",), True), (("b", "c"), True)]
+        assert not session.busy
+
+
+async def test_a_callers_turn_the_run_refuses_closes_the_run() -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    async with in_memory_session(engine, InMemoryQueueStore()) as session:
+        assert await session.send("a")
+        await settle()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+        await settle()
+        refuse_sends(engine.last_run)
+        # The caller hears it, and is the one to queue the text again.
+        with pytest.raises(RuntimeError, match="could not be sent"):
+            await session.send_or_enqueue("b")
+        await settle()
+        assert engine.last_run.closed
+        assert session.phase is Phase.IDLE
+        assert not session.busy
+        assert queued(session) == ()
+        assert len(engine.runs) == 1, "nothing queued: no fresh run"
+
+
+async def test_a_refused_first_turn_is_not_put_back() -> None:
+    # A fresh run refusing its first turn again and again would start runs without end.
+    engine = ScriptedEngine()
+    store = InMemoryQueueStore()
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    async with in_memory_session(engine, store, on_turn_end=told(ended)) as session:
+        assert await session.send("a")
+        await settle()
+        await session.enqueue("b")
+        refuse_sends(engine.accept_start())
+        await settle()
+        assert engine.last_run.closed
+        assert session.phase is Phase.IDLE
+        assert queued(session) == ()
+        # Ended with the run, undelivered; "b"'s row stays for the box's next open.
+        assert ended == [(("a", "b"), False)]
+        assert store.texts == ("b",)
+        assert len(engine.runs) == 1
