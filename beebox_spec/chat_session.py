@@ -112,6 +112,7 @@ from beebox_spec.run_protocol import (
     SdkMessageArrived,
     SendTurn,
     StartRun,
+    TurnRefused,
 )
 from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
@@ -237,13 +238,6 @@ class EnqueueThenDrain:
     """A message its sender was told is queued reaches the session (rule 3, ours)."""
 
     text: str
-
-
-@dataclass(frozen=True)
-class TurnRefused:
-    """Run ``run``'s send of the turn in flight raised: it refused the turn (rule 8, ours)."""
-
-    run: int
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ Engine events:
 - `SdkMessageArrived` — the run produced an SDK message, already adapted by the
   one `sdk_messages.adapt_sdk_message`;
 - `RunClosed` — the run's message stream ended, because the session closed it or
-  on its own.
+  on its own;
+- `TurnRefused` — the run's send of the turn in flight raised: the run refused
+  the turn (ours: the original left that turn in flight until the run closed).
 
 Requests (effects) of a session to its engine:
 
@@ -42,6 +44,7 @@ __all__ = [
     "SdkMessageArrived",
     "SendTurn",
     "StartRun",
+    "TurnRefused",
 ]
 
 
@@ -68,6 +71,13 @@ class SdkMessageArrived:
 @dataclass(frozen=True)
 class RunClosed:
     """The message stream of run ``run`` ended."""
+
+    run: int
+
+
+@dataclass(frozen=True)
+class TurnRefused:
+    """Run ``run``'s send of the turn in flight raised: it refused the turn."""
 
     run: int
 

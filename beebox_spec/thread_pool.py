@@ -39,6 +39,10 @@ run and go straight back to ``idle``. Its rules:
    and closes the run the moment it opens, without sending on it.
 5. **Session id.** The first session id the SDK reports is kept (§3.3 "capture
    first session_id"); a session resuming a known id keeps that one.
+6. (Ours) **A refused turn.** A run whose send raises has refused the turn in
+   flight (`TurnRefused`): the session closes that run, and the close settles the
+   turn as ``closed`` (rule 3). Left open, the run would keep the turn in flight
+   for good: the session busy, and the pool waiting on it.
 
 The `ChatSessionPool` holds at most one active thread session. Its decisions are
 pure functions here; the waiting (for the active session's turn to finish, up to
@@ -83,6 +87,7 @@ from beebox_spec.run_protocol import (
     SdkMessageArrived,
     SendTurn,
     StartRun,
+    TurnRefused,
 )
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
 
@@ -112,6 +117,7 @@ __all__ = [
     "ThreadSessionState",
     "ThreadStep",
     "TurnOutcome",
+    "TurnRefused",
     "compose_turn",
     "initial_thread_state",
     "plan_send",
@@ -200,7 +206,7 @@ class Stop:
 
 
 ThreadEvent: TypeAlias = (
-    Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed
+    Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed | TurnRefused
 )
 
 
@@ -269,6 +275,8 @@ def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
             return _message_arrived(state, run, message)
         case RunClosed(run=run):
             return _run_closed(state, run)
+        case TurnRefused(run=run):
+            return _turn_refused(state, run)
         case _:
             assert_never(event)
 
@@ -390,6 +398,15 @@ def _run_closed(state: ThreadSessionState, run: int) -> ThreadStep:
     if state.turn_pending:
         effects.append(SettleTurn("closed"))
     return ThreadStep(replace(state, lifecycle=idle, turn_pending=False), tuple(effects))
+
+
+def _turn_refused(state: ThreadSessionState, run: int) -> ThreadStep:
+    # Rule 6: a run let go of (parked or stopped since the send) is closed already.
+    if _is_let_go(state, run):
+        return ThreadStep(state)
+    if not isinstance(state.lifecycle, Streaming):
+        raise InvariantError(f"run {run} refused a turn while {state.lifecycle.phase}")
+    return ThreadStep(state, (CloseRun(run),))
 
 
 def _close_through(state: ThreadSessionState, *, forget: bool) -> ThreadStep:

@@ -21,6 +21,9 @@ How a test drives it:
 - The run records what the session did to it: ``sent`` (every turn, in order),
   ``interrupts`` (a count), ``close_calls``. ``send`` on a run that has ended or
   was closed raises `anyio.ClosedResourceError`, as a real run's would.
+  ``run.refuse_next_send(error)`` makes the next ``send`` raise ``error`` instead,
+  the run staying open (a run that refuses a turn: say, its photos could not be
+  read); the refused turn is not recorded.
 - The test makes the run speak with ``await run.emit(raw)`` (build ``raw`` with
   `beebox_impl.engine.messages`), and end on its own with ``await run.end()``:
   what was emitted before the end is still delivered, then the stream ends and
@@ -78,6 +81,7 @@ class ScriptedRun:
         self._closed = False
         self._ended = False
         self._consumed = False
+        self._refusal: Exception | None = None
 
     @property
     def closed(self) -> bool:
@@ -105,12 +109,20 @@ class ScriptedRun:
             raise StopAsyncIteration from None
 
     async def send(self, content: TurnContent) -> None:
-        """Record one turn. Raises `anyio.ClosedResourceError` on a closed run."""
+        """Record one turn. Raises `anyio.ClosedResourceError` on a closed run, and the
+        error given to `refuse_next_send` once after that call."""
         await checkpoint()
         # A real run cannot take a turn once its stream is over; neither can this one.
         if self.ended:
             raise anyio.ClosedResourceError
+        if self._refusal is not None:
+            refusal, self._refusal = self._refusal, None
+            raise refusal
         self.sent.append(content)
+
+    def refuse_next_send(self, error: Exception | None = None) -> None:
+        """The next `send` raises ``error`` (a `RuntimeError` by default); the run stays open."""
+        self._refusal = error if error is not None else RuntimeError("the run refused the turn")
 
     async def interrupt(self) -> None:
         """Count one interrupt (the test decides what, if anything, the run says next)."""

@@ -29,6 +29,9 @@ The rules (numbered as in `beebox_spec.thread_pool`)
    While the run is still starting they settle the waiting turn at once and close
    the run the moment it opens, sending nothing on it.
 5. **Session id.** The first id the SDK reports is kept.
+6. **A refused turn** (ours). A run whose ``send`` raises on the turn in flight is
+   closed, and its close settles the turn as ``closed`` (rule 3): left open, it
+   would keep the session busy and the pool waiting on it for good.
 
 A turn is a `PendingTurn`: `send` is `start_turn` followed by
 `PendingTurn.wait`, which returns how the turn settled (`TurnSettlement`) and
@@ -293,8 +296,7 @@ class ChatThreadSession:
             try:
                 await handle.run.send(turn)
             except Exception as error:
-                # The run is ending; its close settles the turn as closed.
-                _log.warning("sending a turn on thread run %d failed: %r", handle.number, error)
+                await self._close_refusing_run(handle, error)
         elif start is not None:
             self._task_group.start_soon(
                 self._start_run, start, self._session_id, name="thread run start"
@@ -473,6 +475,14 @@ class ChatThreadSession:
                 had_turn._settle(TurnSettlement("closed"))
         await cancel_shielded_checkpoint()
 
+    async def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
+        """Rule 6: a run that refused the turn in flight is closed; its close settles it."""
+        _log.warning("thread run %d refused a turn: %r", handle.number, error)
+        # Parked or stopped since (closed already), or the turn ended after all.
+        if self._is_let_go(handle) or not isinstance(self._lifecycle, Streaming):
+            return
+        await self._close_run(handle)
+
     async def _close_run(self, handle: ThreadRun) -> None:
         try:
             await handle.run.close()
@@ -503,7 +513,7 @@ class ChatThreadSession:
         try:
             await run.send(first_turn)
         except Exception as error:
-            _log.warning("sending the first turn on thread run %d failed: %r", number, error)
+            await self._close_refusing_run(handle, error)
 
     async def _pump(self, handle: ThreadRun) -> None:
         await pump_chat_run(

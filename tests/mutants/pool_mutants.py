@@ -74,6 +74,16 @@ class NeverRotates(ChatSessionPool):
         return plan
 
 
+class RefusingThreadRunLeftOpen(ChatSessionPool):
+    """A thread run that refused a turn is left open, the turn in flight for good."""
+
+    class _Session(ChatThreadSession):
+        async def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
+            return None
+
+    session_class = _Session
+
+
 POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -83,5 +93,6 @@ POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
         EvictionKeepsTheRecord,
         FailureKeepsTheRecord,
         NeverRotates,
+        RefusingThreadRunLeftOpen,
     )
 }

@@ -34,6 +34,7 @@ from beebox_spec.thread_pool import (
     ThreadRecord,
     ThreadSessionState,
     ThreadStep,
+    TurnRefused,
     compose_turn,
     initial_thread_state,
     plan_send,
@@ -90,6 +91,26 @@ def test_an_abandoned_start_that_fails_settles_nothing_twice() -> None:
     steps = run_events(Send("a"), Park(), RunStartFailed("boom"))
     assert steps[-1].effects == ()
     assert steps[-1].state.lifecycle == Idle()
+
+
+def test_a_refused_turn_closes_its_run_and_the_close_settles_it() -> None:
+    streaming = run_events(Send("a"), RunStarted())[-1].state
+    refused = step(streaming, TurnRefused(1))
+    # Rule 6: the session asks for the close; the turn stays in flight until it comes.
+    assert refused.effects == (CloseRun(1),)
+    assert refused.state.lifecycle.phase is Phase.STREAMING
+    closed = step(refused.state, RunClosed(1))
+    assert closed.effects == (Emit("close"), SettleTurn("closed"))
+    assert closed.state.lifecycle == Idle()
+
+
+def test_a_refusal_from_a_run_let_go_of_does_nothing_and_one_out_of_turn_is_a_bug() -> None:
+    streaming = run_events(Send("a"), RunStarted())[-1].state
+    parked = step(streaming, Park()).state
+    assert step(parked, TurnRefused(1)) == ThreadStep(parked)
+    ready = step(streaming, sdk(1, "result")).state
+    with pytest.raises(InvariantError, match="refused a turn while ready"):
+        step(ready, TurnRefused(1))
 
 
 def test_the_first_session_id_is_kept() -> None:

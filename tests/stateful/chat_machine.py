@@ -479,7 +479,9 @@ class ChatSessionMachine(RuleBasedStateMachine):
         photos could not be read."""
         run = self.model.current_run
         assert run is not None
-        self.current_engine_run().refuse_next_send = True
+        self.current_engine_run().inner.refuse_next_send(
+            TurnRefusedByMachine("the machine refuses this turn")
+        )
         self.model.refusing.add(self.model.run_index[run])
 
     @precondition(lambda self: self.model.current_run is not None)

@@ -49,7 +49,7 @@ T = TypeVar("T")
 
 
 class TurnRefusedByMachine(RuntimeError):
-    """A `HeldRun`'s send raised because the machine said so (`HeldRun.refuse_next_send`)."""
+    """A run's send raised because the machine said so (`ScriptedRun.refuse_next_send`)."""
 
 
 def call_and_settle(portal: BlockingPortal, action: Callable[[], Awaitable[T]]) -> T:
@@ -72,8 +72,6 @@ class HeldRun:
         self.inner = inner
         self.hold_closes = hold_closes
         self.close_requested = False
-        # The next send raises `TurnRefusedByMachine`, the run staying open.
-        self.refuse_next_send = False
 
     @property
     def closed(self) -> bool:
@@ -95,10 +93,6 @@ class HeldRun:
         return self.inner.messages()
 
     async def send(self, content: TurnContent) -> None:
-        if self.refuse_next_send:
-            self.refuse_next_send = False
-            await checkpoint()
-            raise TurnRefusedByMachine("the machine refuses this turn")
         await self.inner.send(content)
 
     async def interrupt(self) -> None:

@@ -125,6 +125,8 @@ class SpecPool:
         self.prompts: list[str | None] = []
         self.responses: dict[int, list[str]] = {}
         self.results: dict[int, SendOutcome] = {}
+        # Engine run indexes whose next turn the run refuses (rule 6).
+        self.refusing: set[int] = set()
         self._work: deque[tuple[SpecThread, spec.ThreadEvent]] = deque()
 
     # --- Commands ------------------------------------------------------------------
@@ -155,9 +157,11 @@ class SpecPool:
         self.now += delta
         self._resume_waiting()
 
-    def start_answered(self, succeeds: bool) -> None:
+    def start_answered(self, succeeds: bool, *, refuses_first_turn: bool = False) -> None:
         session, run = self.pending_starts.popleft()
         if succeeds:
+            if refuses_first_turn:
+                self.refusing.add(len(self.engine_runs))
             session.run_index[run] = len(self.engine_runs)
             self.engine_runs.append((session, run))
             self.sent.append([])
@@ -199,14 +203,16 @@ class SpecPool:
             state = spec.initial_thread_state(plan.resume_session_id, VIEW_BASE_URL)
             session = SpecThread(thread_ref, state)
             self.active = session
+        # The send is the session's before its turn goes out: a run refusing the turn
+        # settles it within this very step (rule 6).
+        previous, session.pending_send = session.pending_send, send_id
         try:
             self._feed(session, spec.Send(text))
         except spec.SessionBusyError:
+            session.pending_send = previous
             self.results[send_id] = ((), False, None, None)
             self._fail(session)
             self._feed(session, spec.Stop())
-            return
-        session.pending_send = send_id
 
     def _fail(self, session: SpecThread) -> None:
         self._let_go_of(session)
@@ -262,7 +268,12 @@ class SpecPool:
                     self.resumed.append(resume)
                     self.prompts.append(THREAD_PROMPT if resume is None else None)
                 case spec.SendTurn(run=run, text=text):
-                    self.sent[session.run_index[run]].append(text)
+                    index = session.run_index[run]
+                    if index in self.refusing:
+                        self.refusing.discard(index)
+                        self._work.append((session, spec.TurnRefused(run)))
+                    else:
+                        self.sent[index].append(text)
                 case spec.CloseRun(run=run):
                     if not self.hold_closes:
                         self._work.append((session, spec.RunClosed(run)))
@@ -393,18 +404,32 @@ class PoolMachine(RuleBasedStateMachine):
     # --- The engine ------------------------------------------------------------------
 
     @precondition(lambda self: bool(self.model.pending_starts))
-    @rule(succeeds=st.sampled_from([True, True, False]))
-    def start_answered(self, succeeds: bool) -> None:
+    @rule(
+        succeeds=st.sampled_from([True, True, False]), refuses=st.sampled_from([False] * 3 + [True])
+    )
+    def start_answered(self, succeeds: bool, refuses: bool) -> None:
+        """A start answered; an accepted one's run may refuse its first turn (rule 6)."""
         scripted = self.engine.scripted
 
         async def answer() -> None:
             if succeeds:
-                scripted.accept_start()
+                run = scripted.accept_start()
+                if refuses:
+                    run.refuse_next_send()
             else:
                 scripted.fail_start(START_FAILURE)
 
         self.act(answer)
-        self.model.start_answered(succeeds)
+        self.model.start_answered(succeeds, refuses_first_turn=refuses)
+
+    @precondition(lambda self: bool(self.open_runs()))
+    @rule(which=st.integers(0, 3))
+    def run_refuses_its_next_turn(self, which: int) -> None:
+        """An open run's next send raises, the run staying open (rule 6)."""
+        runs = self.open_runs()
+        index = runs[which % len(runs)]
+        self.engine.runs[index].inner.refuse_next_send()
+        self.model.refusing.add(index)
 
     def say(self, which: int, kind: MessageKind, text: str, session_id: str) -> None:
         runs = self.open_runs()

@@ -137,6 +137,19 @@ async def test_the_run_records_turns_interrupts_and_closes() -> None:
     assert run.sent == ["one", [{"type": "text", "text": "two"}]]
 
 
+async def test_a_refused_send_raises_once_records_nothing_and_leaves_the_run_open() -> None:
+    run = await ScriptedEngine("accept").start(OPTIONS)
+    run.refuse_next_send()
+    with pytest.raises(RuntimeError, match="refused the turn"):
+        await run.send("one")
+    run.refuse_next_send(OSError("photos unreadable"))
+    with pytest.raises(OSError, match="photos unreadable"):
+        await run.send("two")
+    await run.send("three")
+    assert run.sent == ["three"]
+    assert not run.ended
+
+
 async def test_emitted_messages_reach_the_consumer_then_the_run_ends_on_its_own() -> None:
     run = await ScriptedEngine("accept").start(OPTIONS)
     init = init_message("s-1")

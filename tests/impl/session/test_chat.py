@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from beebox_impl.engine import ScriptedEngine, ScriptedRun, TurnContent
+from beebox_impl.engine import ScriptedEngine
 from beebox_impl.engine.messages import init_message, result_message
 from beebox_impl.session import ChatSession, Closed, StartFailed
 from beebox_impl.session.chat import TurnEndHook
@@ -497,19 +497,6 @@ async def test_turn_ends_do_not_split_the_queue_writes_waiting_around_them() -> 
         assert store.texts == ("c",)
 
 
-def refuse_sends(run: ScriptedRun, count: int = 1) -> None:
-    """``run``'s next ``count`` sends raise, the run staying open (say, the photos of
-    the turn could not be read)."""
-    send, refusals = run.send, [RuntimeError("the turn could not be sent")] * count
-
-    async def refusing(content: TurnContent) -> None:
-        if refusals:
-            raise refusals.pop()
-        await send(content)
-
-    run.send = refusing  # type: ignore[method-assign]
-
-
 async def test_a_drained_turn_the_run_refuses_rides_a_fresh_run() -> None:
     # Rule 8: left streaming a turn no engine took, the session was busy for good and
     # every later send queued behind it.
@@ -522,7 +509,7 @@ async def test_a_drained_turn_the_run_refuses_rides_a_fresh_run() -> None:
         await session.enqueue("b")
         await session.enqueue("c")
         refused = engine.last_run
-        refuse_sends(refused)
+        refused.refuse_next_send()
         with session.subscribe() as events:
             await refused.emit(result_message(session_id="s-1", uuid="r-1"))
             await settle()
@@ -548,7 +535,7 @@ async def test_a_callers_turn_the_run_refuses_closes_the_run() -> None:
         await settle()
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
         await settle()
-        refuse_sends(engine.last_run)
+        engine.last_run.refuse_next_send(RuntimeError("could not be sent"))
         # The caller hears it, and is the one to queue the text again.
         with pytest.raises(RuntimeError, match="could not be sent"):
             await session.send_or_enqueue("b")
@@ -569,7 +556,7 @@ async def test_a_refused_first_turn_is_not_put_back() -> None:
         assert await session.send("a")
         await settle()
         await session.enqueue("b")
-        refuse_sends(engine.accept_start())
+        engine.accept_start().refuse_next_send()
         await settle()
         assert engine.last_run.closed
         assert session.phase is Phase.IDLE

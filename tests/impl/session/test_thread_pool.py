@@ -153,3 +153,32 @@ async def test_replies_are_delivered_as_they_complete_and_skips_are_logged(
         await settle()
         assert held_session_id(session) is None
         task_group.cancel_scope.cancel()
+
+
+async def test_a_run_that_refuses_a_turn_is_closed_and_the_turn_settles_closed() -> None:
+    # Rule 6: left open, the run kept the turn in flight for good (and the pool waiting).
+    engine = ScriptedEngine()
+    async with anyio.create_task_group() as task_group:
+        session = ChatThreadSession(engine=engine, box_root=Path("."), task_group=task_group)
+        first = await session.start_turn("first")
+        await settle()
+        engine.accept_start().refuse_next_send()
+        await settle()
+        with anyio.fail_after(5):
+            assert await first.wait() == TurnSettlement("closed")
+        assert engine.last_run.closed
+        assert session.phase is Phase.IDLE
+        # A fresh run for the next turn; this time onto the open run.
+        second = await session.start_turn("second")
+        await settle()
+        engine.accept_start()
+        await settle()
+        await engine.last_run.emit(result_message(session_id="s-1", uuid="r"))
+        assert await second.wait() == TurnSettlement("done")
+        engine.last_run.refuse_next_send()
+        third = await session.start_turn("third")
+        with anyio.fail_after(5):
+            assert await third.wait() == TurnSettlement("closed")
+        assert engine.last_run.closed
+        assert len(engine.runs) == 2
+        task_group.cancel_scope.cancel()
