@@ -296,7 +296,7 @@ class ChatThreadSession:
             try:
                 await handle.run.send(turn)
             except Exception as error:
-                await self._close_refusing_run(handle, error)
+                self._close_refusing_run(handle, error)
         elif start is not None:
             self._task_group.start_soon(
                 self._start_run, start, self._session_id, name="thread run start"
@@ -475,13 +475,16 @@ class ChatThreadSession:
                 had_turn._settle(TurnSettlement("closed"))
         await cancel_shielded_checkpoint()
 
-    async def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
+    def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
         """Rule 6: a run that refused the turn in flight is closed; its close settles it."""
         _log.warning("thread run %d refused a turn: %r", handle.number, error)
         # Parked or stopped since (closed already), or the turn ended after all.
         if self._is_let_go(handle) or not isinstance(self._lifecycle, Streaming):
             return
-        await self._close_run(handle)
+        # In a task of the session's: a caller cancelled now must not leave it open.
+        self._task_group.start_soon(
+            self._close_run, handle, name=f"thread run {handle.number} close (turn refused)"
+        )
 
     async def _close_run(self, handle: ThreadRun) -> None:
         try:
@@ -513,7 +516,7 @@ class ChatThreadSession:
         try:
             await run.send(first_turn)
         except Exception as error:
-            await self._close_refusing_run(handle, error)
+            self._close_refusing_run(handle, error)
 
     async def _pump(self, handle: ThreadRun) -> None:
         await pump_chat_run(

@@ -78,7 +78,7 @@ class RefusingThreadRunLeftOpen(ChatSessionPool):
     """A thread run that refused a turn is left open, the turn in flight for good."""
 
     class _Session(ChatThreadSession):
-        async def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
+        def _close_refusing_run(self, handle: ThreadRun, error: Exception) -> None:
             return None
 
     session_class = _Session
