@@ -42,9 +42,12 @@ The rules (numbered as in `beebox_spec.chat_session`)
    else would ever end that turn, and the session would stay busy for good. A
    turn a drain sent onto that open run goes back to the head of the queue, rows
    and all, and the close handler drains it into a fresh run; its end is told by
-   the turn that carries it next. A fresh run's first turn, a caller's own turn
-   (the caller hears the error) and anything in ``stopping`` stay where they are:
-   their turn ends with the run, undelivered, its rows kept.
+   the turn that carries it next. Should the run's close have come first (a
+   restart between the drain and its send; the spec's steps have no such gap),
+   it goes back all the same: ahead of a fresh run's drained first turn, or into
+   the queue, drained at once if nothing else will. A fresh run's first turn, a
+   caller's own turn (the caller hears the error) and a turn a stop found in
+   flight stay where they are: their turn ends with the run, undelivered.
 
 How it runs
 -----------
@@ -208,7 +211,8 @@ class _Turn:
     send_done: bool = False
     ended: bool | None = None
     # A drain's turn onto an open run: refused, it goes back to the queue (rule 8).
-    drained: bool = False
+    # A stop takes that away: it cleared the queue the turn would go back to.
+    returns_if_refused: bool = False
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -552,7 +556,7 @@ class ChatSession:
         if handle is not None:
             self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
             self._turn_text = ""
-            self._turn = _Turn(tuple(entries), drained=drained)
+            self._turn = _Turn(tuple(entries), returns_if_refused=drained)
             return True, _SendTurn(handle, self._turn)
         self._lifecycle = next_lifecycle(self._lifecycle, Starting())
         self._runs_started += 1
@@ -578,6 +582,8 @@ class ChatSession:
             state, Stopping(handle, was_busy=isinstance(state, Streaming))
         )
         self._queue = []
+        if self._turn is not None:
+            self._turn.returns_if_refused = False
         handle.close_requested = True
         return handle
 
@@ -620,8 +626,10 @@ class ChatSession:
         its close is asked for already, or the turn ended before its send raised)."""
         turn, handle = plan.turn, plan.handle
         if self._turn is not turn or lifecycle_run(self._lifecycle) is not handle:
+            if turn.ended is False and turn.returns_if_refused:
+                self._return_unsent(turn)
             return None
-        if turn.drained and not isinstance(self._lifecycle, Stopping):
+        if turn.returns_if_refused:
             # Never told: the turn that carries these texts next tells their end.
             self._turn = None
             self._queue = [*turn.entries, *self._queue]
@@ -629,6 +637,23 @@ class ChatSession:
             return None
         handle.close_requested = True
         return handle
+
+    def _return_unsent(self, turn: _Turn) -> None:
+        """Rule 8 when the run's close came first (a restart between a drain and its
+        send): the close handler has drained already, so the turn goes back now, into
+        a fresh run's drained first turn, or the queue, drained if nothing will."""
+        if isinstance(self._lifecycle, Stopping):
+            # A stop of the fresh run cleared the queue these would go back to.
+            return
+        # Never told, as above.
+        turn.ended = None
+        if isinstance(self._lifecycle, Starting) and self._first_turn_drained:
+            self._first_turn = [*turn.entries, *self._first_turn]
+            return
+        self._queue = [*turn.entries, *self._queue]
+        plan = self._begin_drain()
+        if plan is not None:
+            self._task_group.start_soon(self._perform, plan, name="chat drain")
 
     def _take_session_id(self, message: AdaptedMessage) -> str | None:
         """Rule 7: the id to save when ``message`` carries a new one."""

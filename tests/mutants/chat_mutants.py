@@ -122,7 +122,7 @@ class RefusedDrainIsDropped(ChatSession):
     """A drained turn its run refused is closed with the run, not put back in the queue."""
 
     def _turn_refused(self, plan: _SendTurn) -> ChatRun | None:
-        plan.turn.drained = False
+        plan.turn.returns_if_refused = False
         return super()._turn_refused(plan)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from beebox_impl.engine import ScriptedEngine
+from beebox_impl.engine import ScriptedEngine, ScriptedRun, TurnContent
 from beebox_impl.engine.messages import init_message, result_message
 from beebox_impl.session import ChatSession, Closed, StartFailed
 from beebox_impl.session.chat import TurnEndHook
@@ -528,13 +528,18 @@ async def test_a_drained_turn_the_run_refuses_rides_a_fresh_run() -> None:
         assert not session.busy
 
 
+async def one_whole_turn(session: ChatSession, engine: ScriptedEngine) -> None:
+    """Send "a" and answer it: the session is ``ready`` on an open run."""
+    assert await session.send("a")
+    await settle()
+    await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
+    await settle()
+
+
 async def test_a_callers_turn_the_run_refuses_closes_the_run() -> None:
     engine = ScriptedEngine(start_mode="accept")
     async with in_memory_session(engine, InMemoryQueueStore()) as session:
-        assert await session.send("a")
-        await settle()
-        await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
-        await settle()
+        await one_whole_turn(session, engine)
         engine.last_run.refuse_next_send(RuntimeError("could not be sent"))
         # The caller hears it, and is the one to queue the text again.
         with pytest.raises(RuntimeError, match="could not be sent"):
@@ -565,3 +570,83 @@ async def test_a_refused_first_turn_is_not_put_back() -> None:
         assert ended == [(("a", "b"), False)]
         assert store.texts == ("b",)
         assert len(engine.runs) == 1
+
+
+def hold_sends(run: ScriptedRun) -> anyio.Event:
+    """``run``'s sends wait until the event returned is set (then send, or raise)."""
+    send, gate = run.send, anyio.Event()
+
+    async def after_the_gate(content: TurnContent) -> None:
+        await gate.wait()
+        await send(content)
+
+    run.send = after_the_gate  # type: ignore[method-assign]
+    return gate
+
+
+async def test_a_drain_whose_run_closed_before_its_send_returned_goes_back_all_the_same() -> None:
+    # A restart between a drain's decision and its send: the close handler runs first
+    # (finding nothing queued), then the send raises. The texts were never sent: they
+    # go back and ride a fresh run, not wait on disk for the box's next open.
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    ended: list[tuple[tuple[str, ...], bool]] = []
+    async with in_memory_session(engine, store, on_turn_end=told(ended)) as session:
+        await one_whole_turn(session, engine)
+        first = engine.last_run
+        gate = hold_sends(first)
+        session.enqueue_then_drain("b", queued_row=await store.append("b"))
+        await settle()
+        await session.restart()
+        await settle()
+        assert first.closed
+        assert session.phase is Phase.IDLE, "the close handler found nothing to drain"
+        gate.set()
+        await settle()
+        fresh = engine.last_run
+        assert fresh is not first
+        assert fresh.sent == ["b"]
+        await fresh.emit(result_message(session_id="s-1", uuid="r-2"))
+        await settle()
+        # "b" is told once, by the turn that carried it; its row went once it was sent.
+        assert ended == [(("a",), True), (("b",), True)]
+        assert store.texts == ()
+
+
+async def test_a_drain_back_after_its_runs_close_leads_the_fresh_runs_first_turn() -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    async with in_memory_session(engine, store) as session:
+        await one_whole_turn(session, engine)
+        gate = hold_sends(engine.last_run)
+        session.enqueue_then_drain("b", queued_row=await store.append("b"))
+        await session.enqueue("c")
+        engine.start_mode = "wait"
+        await session.restart()
+        await settle()
+        # The close drained "c" into a fresh run, still starting when "b" comes back.
+        assert session.phase is Phase.STARTING
+        gate.set()
+        await settle()
+        engine.accept_start()
+        await settle()
+        assert engine.last_run.sent == ["b\n\nc"]
+
+
+async def test_a_drain_whose_run_a_stop_closed_does_not_come_back() -> None:
+    engine = ScriptedEngine(start_mode="accept")
+    store = InMemoryQueueStore()
+    async with in_memory_session(engine, store) as session:
+        await one_whole_turn(session, engine)
+        gate = hold_sends(engine.last_run)
+        session.enqueue_then_drain("b", queued_row=await store.append("b"))
+        await settle()
+        await session.stop()
+        await settle()
+        gate.set()
+        await settle()
+        assert session.phase is Phase.IDLE
+        assert queued(session) == ()
+        assert len(engine.runs) == 1
+        # The stop cleared every queued row, this unsent turn's too.
+        assert store.texts == ()
