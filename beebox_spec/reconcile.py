@@ -98,6 +98,7 @@ __all__ = [
     "accepted_message",
     "accepted_row_from_bus",
     "baseline_for",
+    "existed_before",
     "inject_user_attr",
     "matches_session",
     "matches_user",
@@ -342,21 +343,26 @@ def matches_user(row_email: str | None, viewer_email: str | None) -> bool:
     return row_email == viewer_email
 
 
-def baseline_for(history: Sequence[HistoryMarker], accepted_at: datetime) -> list[str]:
-    """The uuids of the history entries that existed when a message was accepted (§2.2).
+def existed_before(entry_at: datetime | None, accepted_at: datetime) -> bool:
+    """Whether a history entry dated ``entry_at`` (None: undatable) existed when a
+    message was accepted at ``accepted_at``, so cannot be that message's echo (§2.2).
 
     An entry dated strictly before `accepted_at` existed; so, by rule, did an
     entry whose timestamp cannot be read (the echo is written after the
     acceptance, so an undatable entry is far likelier old history). An entry
     dated at or after `accepted_at` may be the echo and stays a candidate.
     """
-    baseline: list[str] = []
-    for entry in history:
-        entry_at = parse_iso_timestamp(entry["timestamp"])
-        # Undatable, or dated before the acceptance: it cannot be this message's echo.
-        if entry_at is None or entry_at < accepted_at:
-            baseline.append(entry["uuid"])
-    return baseline
+    return entry_at is None or entry_at < accepted_at
+
+
+def baseline_for(history: Sequence[HistoryMarker], accepted_at: datetime) -> list[str]:
+    """The uuids of the history entries that existed when a message was accepted
+    (`existed_before`), in the history's order (§2.2)."""
+    return [
+        entry["uuid"]
+        for entry in history
+        if existed_before(parse_iso_timestamp(entry["timestamp"]), accepted_at)
+    ]
 
 
 def read_accepted_messages(

@@ -24,8 +24,8 @@ session loads its queue:
 2. **Delivered** are those a user turn of the session's transcript (its last
    `TRANSCRIPT_TAIL` entries) holds: the message's very text as a whole part of
    the turn's text (a drained turn joins its texts with ``"\n\n"``), in a turn
-   not recorded before the send was accepted (the page's baseline,
-   `reconcileKnownUuids`), one part for one send. Stricter than the page's
+   not recorded before the send was accepted (the page's baseline rule,
+   `existed_before`), one part for one send. Stricter than the page's
    containment (`reconcile_pending`), on purpose: a miss here sends a message
    twice, where a false match would lose it — "ok" is not delivered by a later
    "ok then". (Only sends whose turn had not ended are checked: the tail holds
@@ -65,11 +65,12 @@ from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.chat_session import QUEUE_SEPARATOR
 from beebox_spec.entries import PendingMessage, SessionEntry, entry_text
+from beebox_spec.javascript import parse_iso_timestamp
 from beebox_spec.reconcile import (
     AcceptedRow,
-    HistoryMarker,
     accepted_message,
     accepted_row_from_bus,
+    existed_before,
 )
 
 __all__ = ["TRANSCRIPT_TAIL", "Redelivery", "UndeliveredSend", "plan_redelivery"]
@@ -121,10 +122,7 @@ async def plan_redelivery(
         for row in await acceptance.undelivered_messages()
     }
     entries = await read_tail(session_id) if session_id is not None else []
-    markers: list[HistoryMarker] = [
-        {"uuid": entry["uuid"], "timestamp": entry["timestamp"]} for entry in entries
-    ]
-    candidates = _candidates(list(rows.values()), session_id, now, markers)
+    candidates = _candidates(list(rows.values()), session_id, now)
     undelivered = _undelivered(candidates, rows, entries)
     with_photos = await acceptance.undelivered_with_photos()
     turn_texts = {
@@ -173,17 +171,21 @@ def _undelivered(
     # Each user turn's text, wrapped in separators: a message is a whole part of a
     # turn (a drained turn joins its texts with the separator) where its wrapped text
     # occurs; what a message was matched to is taken out, so one part answers once.
-    unmatched = {
-        entry["uuid"]: _wrapped(entry_text(entry)) for entry in entries if entry["type"] == "user"
-    }
+    users = [entry for entry in entries if entry["type"] == "user"]
+    unmatched = {entry["uuid"]: _wrapped(entry_text(entry)) for entry in users}
+    # Each turn's time, read once: thousands of sends may be owed, each checked
+    # against every turn (the page's baseline, a list of them a send, cost seconds).
+    recorded_at = {entry["uuid"]: parse_iso_timestamp(entry["timestamp"]) for entry in users}
     undelivered: set[int] = set()
     for pending in candidates:
         row_id = _row_id(pending["uuid"])
         wanted = _wrapped(rows[row_id]["message"])
-        # Turns recorded before the send was accepted cannot be its delivery.
-        earlier = set(pending.get("reconcileKnownUuids", []))
+        accepted_at = parse_iso_timestamp(pending["timestamp"])
+        assert accepted_at is not None, "a candidate's acceptance is datable"
         for uuid, text in unmatched.items():
-            at = -1 if uuid in earlier else text.find(wanted)
+            # Turns recorded before the send was accepted cannot be its delivery.
+            earlier = existed_before(recorded_at[uuid], accepted_at)
+            at = -1 if earlier else text.find(wanted)
             if at != -1:
                 unmatched[uuid] = text[:at] + QUEUE_SEPARATOR + text[at + len(wanted) :]
                 break
@@ -193,17 +195,18 @@ def _undelivered(
 
 
 def _candidates(
-    rows: list[AcceptedRow], session_id: str | None, now: datetime, markers: list[HistoryMarker]
+    rows: list[AcceptedRow], session_id: str | None, now: datetime
 ) -> list[PendingMessage]:
     # The page's pending rule for the session; a session-less row (accepted before the
-    # engine assigned an id) as its own sender reads it, for no session.
+    # engine assigned an id) as its own sender reads it, for no session. With no
+    # history: the baseline is `_undelivered`'s to apply, with each turn's time read once.
     found: list[PendingMessage] = []
     for row in rows:
         session, sender = session_id, None
         if row["sessionId"] is None:
             session = None
             sender = row["user"]["email"] if row["user"] is not None else None
-        pending = accepted_message(row, session, now, sender, markers)
+        pending = accepted_message(row, session, now, sender, ())
         if pending is not None:
             found.append(pending)
     # Oldest first, by the order the rows were accepted in.
