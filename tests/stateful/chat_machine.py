@@ -329,7 +329,8 @@ class ChatSessionMachine(RuleBasedStateMachine):
             self.model.feed(spec.Enqueue(text))
         assert sent == accepted, "send_or_enqueue took it as a turn where the spec did not"
 
-    # A caller's refused turn keeps the row it wrote: the box's send queues it again.
+    # Not while the run refuses: a refused caller's turn keeps the row its caller wrote
+    # (the box's send queues the text again), which the machine's rows do not follow.
     @precondition(lambda self: not self.model.refusing_now)
     @rule(text=TEXTS)
     def send_or_enqueue_with_its_row_written(self, text: str) -> None:
