@@ -435,9 +435,7 @@ class ChatSession:
         """
         self._refuse_if_closed()
         self._queue.append(_QueuedText(text, persisted=True, row_id=queued_row))
-        plan = self._begin_drain()
-        if plan is not None:
-            self._task_group.start_soon(self._perform, plan, name="chat drain")
+        self._drain_in_a_task()
 
     @property
     def queues_sends(self) -> bool:
@@ -651,6 +649,10 @@ class ChatSession:
             self._first_turn = [*turn.entries, *self._first_turn]
             return
         self._queue = [*turn.entries, *self._queue]
+        self._drain_in_a_task()
+
+    def _drain_in_a_task(self) -> None:
+        """Rule 4 with no await: the drain's state now, its start or send in a task."""
         plan = self._begin_drain()
         if plan is not None:
             self._task_group.start_soon(self._perform, plan, name="chat drain")
