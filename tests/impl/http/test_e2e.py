@@ -378,3 +378,21 @@ async def test_a_photo_that_would_overfill_the_next_turn_is_429_with_retry_after
             assert answer.status == status, answer.body
         assert answer.headers["retry-after"] == "5"
         assert "waiting for the chat's next turn" in answer.json()["error"]
+
+
+async def test_a_send_recorded_but_not_handed_over_is_500_and_stays_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+
+        async def closed(*_args: object, **_kwargs: object) -> bool:
+            raise anyio.ClosedResourceError
+
+        # The chat closing under the send: the record is made, the hand-over fails.
+        monkeypatch.setattr(box.session, "send_or_enqueue", closed)
+        answer = await client.call("POST", "/api/chat/send", json_body={"message": "kept"})
+        assert answer.status == 500
+        assert set(answer.json()) == {"error"}
+        bootstrap = await client.call("GET", "/api/chat/bootstrap")
+        (pending,) = bootstrap.json()["pending"]
+        assert pending["content"] == [{"type": "text", "text": "kept"}]
