@@ -9,7 +9,7 @@ The layout `init_box` makes (idempotent; ``bbx init``)::
     <box>/
       _content/chat/web/                        husk cards
       _config/schedules/chat-review.scheduled-script.card   enabled: false
-      .beebox/box.sqlite3                       created by the first `Box.open`
+      .beebox/box.sqlite3                       the database, with its schema
       .beebox/chat-review/                      the review's span journal lives here
       .beebox/cache/transcript-index/           shelved transcript indexes (a cache)
       .beebox/token                             HTTP bearer token, 0600
@@ -78,7 +78,12 @@ from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
 from beebox_impl.store.acceptance import AcceptanceStore
-from beebox_impl.store.database import BoxDatabase, SqliteQueueStore, database_path
+from beebox_impl.store.database import (
+    BoxDatabase,
+    SqliteQueueStore,
+    create_database,
+    database_path,
+)
 from beebox_impl.store.session_id import SessionIdFile, session_id_path
 from beebox_impl.transcript import (
     IndexShelf,
@@ -193,6 +198,9 @@ def init_box(path: Path) -> BoxPaths:
     for folder in (paths.root, paths.state_dir, paths.review_state_dir, paths.husk_dir):
         folder.mkdir(parents=True, exist_ok=True)
     paths.state_dir.chmod(0o700)
+    # Only when missing: `Box.open` runs this too, and then opens the database itself.
+    if not paths.database.exists():
+        create_database(paths.root)
     _write_new_token(paths.token)
     install_review_schedule_card(paths.root)
     return paths

@@ -72,6 +72,7 @@ __all__ = [
     "SchemaTooNewError",
     "SqliteQueueStore",
     "SqliteThreadRecordStore",
+    "create_database",
     "database_path",
     "insert_queue_rows",
 ]
@@ -182,6 +183,12 @@ def _connect(path: Path) -> sqlite3.Connection:
         connection.close()
         raise
     return connection
+
+
+def create_database(box_root: Path) -> None:
+    """Create the database of the box at ``box_root`` with its schema, blocking (for
+    ``bbx init``, which makes a box's whole layout before anything opens it)."""
+    _connect(database_path(box_root)).close()
 
 
 class BoxDatabase:

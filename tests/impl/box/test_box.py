@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sqlite3
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,7 +27,7 @@ from beebox_impl.store.acceptance import (
     Attachment,
     Recorded,
 )
-from beebox_impl.store.database import BoxDatabase
+from beebox_impl.store.database import MIGRATIONS, BoxDatabase
 from beebox_impl.transcript import TailSlice
 
 START = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
@@ -35,6 +37,9 @@ def test_init_makes_the_layout_with_a_private_token(tmp_path: Path) -> None:
     paths = init_box(tmp_path / "box")
     assert paths.husk_dir.is_dir()
     assert paths.review_state_dir.is_dir()
+    with contextlib.closing(sqlite3.connect(paths.database)) as database:
+        (version,) = database.execute("PRAGMA user_version").fetchone()
+    assert version == len(MIGRATIONS)
     assert stat.S_IMODE(paths.token.stat().st_mode) == 0o600
     assert stat.S_IMODE(paths.state_dir.stat().st_mode) == 0o700
     # 256 random bits in hex: nothing a command line reads as an option ("-..."),
