@@ -16,7 +16,11 @@ What is measured, in one run (figures printed, never asserted):
 - ``GET /api/chat/history?tail=200`` on the ~150 MB transcript of
   `bench/generate_transcript.py` (2,000 lines, 150 photos), warm, beside the
   **baseline**: the same tail read in-process (`read_history` with a warm index
-  cache). The target: HTTP p50 ≤ 1.5 × in-process p50.
+  cache). The target: HTTP p50 ≤ 1.5 × in-process p50. Beside it, for
+  information, the fixed-200 server answering the same GETs: what HTTP alone
+  costs a read.
+- **No failed request**: every line counts its failures, and a last verdict adds
+  them up over the whole run (target: none).
 
 Printed for information beside the send target, the **architecture floor**: the
 least a durable send costs in the shape the box must have (a `ThreadingHTTPServer`
@@ -105,6 +109,12 @@ class _Fixed200(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer()
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def _answer(self) -> None:
         body = b"{}"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -135,9 +145,19 @@ class _FloorSend(_Fixed200):
         self.wfile.write(body)
 
 
-class _FloorServer(ThreadingHTTPServer):
+class _BaselineServer(ThreadingHTTPServer):
+    """A bare server of the baselines: the backlog the box's server has (no resets at
+    16 clients), its threads gone with the process."""
+
+    request_queue_size = 128
     daemon_threads = True
 
+
+def _fixed_200_server() -> _BaselineServer:
+    return _BaselineServer(("127.0.0.1", 0), _Fixed200)
+
+
+class _FloorServer(_BaselineServer):
     def __init__(
         self,
         run_on_loop: Callable[..., Any],
@@ -275,6 +295,9 @@ class _Clients:
 
     def __init__(self) -> None:
         self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        # Over every drive of the run: the target "no failed request".
+        self.requests = 0
+        self.failed = 0
 
     async def drive(
         self,
@@ -290,6 +313,8 @@ class _Clients:
         seconds, latencies, failed = await anyio.to_thread.run_sync(answer.result)
         after = resource.getrusage(resource.RUSAGE_SELF)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        self.requests += len(latencies) + failed
+        self.failed += failed
         return _Driven(seconds, latencies, failed, cpu)
 
     def close(self) -> None:
@@ -334,6 +359,23 @@ def _fsync_seconds(folder: Path) -> float:
 def _verdict(label: str, ours: float, limit: float, how: str) -> str:
     mark = "ok" if ours <= limit else "MISSED"
     return f"  {label}: p50 {ours * 1000:.3f} ms vs target {limit * 1000:.3f} ms ({how}): {mark}"
+
+
+async def _fixed_200_gets(clients_process: _Clients, requests: int, token: str) -> float:
+    """The fixed-200 baseline answering the history's GETs from one client: print the
+    line; its p50."""
+    server = _fixed_200_server()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = "/api/chat/history?tail=200"
+        driven = await clients_process.drive(
+            server.server_address[1], 1, requests, _get(path, token)
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    print(_line("baseline fixed 200 GET, 1 client(s)", driven))
+    return _percentile(driven.latencies, 0.5)
 
 
 async def _send_p50s(
@@ -445,11 +487,10 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
     print(f"fsync p50 on the box's disk: {fsync * 1000:.3f} ms")
     verdicts: list[str] = []
 
-    ThreadingHTTPServer.request_queue_size = 128  # as the box's server: no backlog resets
-    baseline = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed200)
-    baseline.daemon_threads = True
     print("POST /api/chat/send")
-    baseline_p50 = await _send_p50s(clients_process, baseline, "baseline fixed 200", sends)
+    baseline_p50 = await _send_p50s(
+        clients_process, _fixed_200_server(), "baseline fixed 200", sends
+    )
     run_on_loop = partial(anyio.from_thread.run, token=anyio.lowlevel.current_token())
     floor = await anyio.to_thread.run_sync(_FloorServer, run_on_loop, folder / "floor.sqlite3")
     floor_p50 = await _send_p50s(clients_process, floor, "architecture floor", sends)
@@ -523,6 +564,7 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
             read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
             in_process.append(time.perf_counter() - started)
         print(_line("baseline in-process tail=200", _Driven(sum(in_process), in_process, 0)))
+        fixed_get = await _fixed_200_gets(clients_process, history_requests, box.token)
         path = f"/api/chat/history?session={generated.session_id}&tail=200"
         await clients_process.drive(port, 1, 1, _get(path, box.token))
         history = await clients_process.drive(port, 1, history_requests, _get(path, box.token))
@@ -534,6 +576,15 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
                 1.5 * _percentile(in_process, 0.5),
                 "1.5 x the in-process p50",
             )
+        )
+        verdicts.append(
+            f"    (info) baseline fixed 200 GET, 1 client(s): p50 {fixed_get * 1000:.3f} ms"
+            " (what HTTP alone costs a read)"
+        )
+        mark = "ok" if clients_process.failed == 0 else "MISSED"
+        verdicts.append(
+            f"  no failed request: {clients_process.failed} failed of"
+            f" {clients_process.requests}: {mark}"
         )
         print("targets (figures of this run):")
         print("\n".join(verdicts))

@@ -26,6 +26,7 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
             "  box send, 1 client(s)",
             "  box send, 16 client(s)",
             "  baseline in-process tail=200",
+            "  baseline fixed 200 GET, 1 client(s)",
             "  box history tail=200 over HTTP",
             "  send while a turn is in flight, 1 client(s): p50",
             "    (info) architecture floor, 1 client(s): p50",
@@ -38,6 +39,8 @@ def test_quick_http_benchmark_prints_every_figure() -> None:
             "    (info) architecture floor, 16 client(s): p50",
             "    (info) an engine answering from memory, 16 client(s): p50",
             "  history tail=200: p50",
+            "    (info) baseline fixed 200 GET, 1 client(s): p50",
+            "  no failed request: 0 failed of",
         ),
     )
     for line in found:
