@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
+from openapi_spec_validator import validate
 
 from beebox_impl.box import Box
 from beebox_impl.http.openapi import openapi_document
@@ -435,3 +436,8 @@ async def test_openapi_document_matches_the_route_table(tmp_path: Path) -> None:
                 assert isinstance(responses, dict)
                 assert str(answer.status) in responses, (method, path, answer.status)
                 assert answer.status != 405
+
+
+def test_the_openapi_document_is_valid_openapi_3_1() -> None:
+    # Against the OpenAPI 3.1 schema itself, not only our own reading of it.
+    validate(openapi_document())
