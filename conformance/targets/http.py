@@ -19,6 +19,12 @@ headers) and ``"auth": false`` (send no token).
   /api/chat/bootstrap``) shows it stripped with a reference, and binds that
   reference: every ``{photoRef}`` in a request path is replaced by it.
 
+Every ``{token}`` in a request path is replaced by the host's token (the login
+URL ``bbx serve`` prints is ``/?token=…``). Within a case the requests behave as
+a browser's: a cookie an answer sets (``Set-Cookie``) is sent with the case's
+later requests. An answer that is an event stream (``text/event-stream``) never
+ends, so its body is not read: only its status and headers are compared.
+
 Hosts keep state between cases (a conformance run is one conversation with a
 live box), so a vector expects only what holds on any box: a send's body is
 compared only where it cannot depend on the chat being busy.
@@ -34,6 +40,7 @@ import time
 import uuid
 from collections.abc import Callable
 from functools import partial
+from http.cookies import SimpleCookie
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -57,6 +64,8 @@ TranscriptWriter = Callable[[str, bytes], None]
 # How long a setup waits for the host's engine to write a photo to its transcript.
 _SETUP_TIMEOUT: Final = 60.0
 _REQUEST_TIMEOUT: Final = 60.0
+# The media type of an answer whose body is not read (it does not end).
+_EVENT_STREAM: Final = "text/event-stream"
 
 
 class HttpHost:
@@ -79,7 +88,8 @@ class HttpHost:
         headers: dict[str, str] | None = None,
         auth: bool = True,
     ) -> tuple[int, dict[str, str], bytes]:
-        """One request on a fresh connection: status, headers (lower-case names), body."""
+        """One request on a fresh connection: status, headers (lower-case names), body
+        (empty for an event stream, which does not end)."""
         sent = dict(headers or {})
         if auth:
             sent.setdefault("Authorization", f"Bearer {self.token}")
@@ -89,7 +99,8 @@ class HttpHost:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 connection.request(method, path, body=body, headers=sent)
             response = connection.getresponse()
-            data = response.read()
+            streamed = (response.getheader("Content-Type") or "").startswith(_EVENT_STREAM)
+            data = b"" if streamed else response.read()
             return (
                 response.status,
                 {name.lower(): value for name, value in response.getheaders()},
@@ -123,15 +134,20 @@ def _send_photo(host: HttpHost, photo: Any) -> str:
 
 def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
     setup = case_input.get("setup") or {}
-    bindings: dict[str, str] = {}
+    bindings: dict[str, str] = {"{token}": host.token}
     if "photo" in setup:
         bindings["{photoRef}"] = _send_photo(host, setup["photo"])
+    cookies = SimpleCookie()
     answers: list[dict[str, Any]] = []
     for request in case_input["requests"]:
         path = request["path"]
         for name, value in bindings.items():
             path = path.replace(name, value)
         headers = dict(request.get("headers") or {})
+        if cookies:
+            headers.setdefault(
+                "Cookie", "; ".join(f"{name}={morsel.value}" for name, morsel in cookies.items())
+            )
         body: bytes | None = None
         if "json" in request:
             body = json.dumps(request["json"], ensure_ascii=False).encode("utf-8")
@@ -141,6 +157,8 @@ def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
         status, got_headers, data = host.request(
             request["method"], path, body=body, headers=headers, auth=request.get("auth", True)
         )
+        if "set-cookie" in got_headers:
+            cookies.load(got_headers["set-cookie"])
         answer: dict[str, Any] = {"status": status, "headers": got_headers}
         if got_headers.get("content-type", "").startswith("application/json") and data:
             answer["json"] = json.loads(data)

@@ -1,13 +1,19 @@
-"""`bbx serve` as a process: conformance vectors over HTTP, `bbx chat send`, clean SIGTERM."""
+"""`bbx serve` as a process: conformance vectors over HTTP, `bbx chat send`, clean SIGTERM,
+and a request in flight answered before the process exits on SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -21,27 +27,52 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 VECTORS = Path(__file__).resolve().parents[3] / "conformance" / "vectors" / "http"
 
 
-def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    box = tmp_path / "box"
-    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
-    process = subprocess.Popen(
+def start_serve(box: Path, projects: Path) -> subprocess.Popen[bytes]:
+    """`bbx serve` on ``box`` (created if missing), any free port; it prints its URL first."""
+    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
+    return subprocess.Popen(
         [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
     )
+
+
+def read_address(process: subprocess.Popen[bytes], box: Path) -> tuple[str, str]:
+    """The base URL and the token of the `bbx serve` ``process`` serving ``box``."""
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    assert line.startswith(f"beebox serving {box.resolve()} at http://127.0.0.1:"), line
+    url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+    return url, token
+
+
+def stop_serve(
+    process: subprocess.Popen[bytes], stop_signal: signal.Signals | None = signal.SIGTERM
+) -> tuple[int, str]:
+    """Send ``stop_signal`` (None: it was sent already) and wait: the exit status and stderr."""
     assert process.stdout is not None
     assert process.stderr is not None
+    if stop_signal is not None:
+        process.send_signal(stop_signal)
+    code = process.wait(timeout=30)
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    return code, errors
+
+
+def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = tmp_path / "box"
+    process = start_serve(box, tmp_path / "projects")
     try:
-        line = process.stdout.readline().decode()
-        assert line.startswith(f"beebox serving {box.resolve()} at http://127.0.0.1:")
-        url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+        url, token = read_address(process, box)
         assert token == (box / ".beebox" / "token").read_text().strip()
 
         assert conformance_main(["--url", url, f"--token={token}", str(VECTORS)]) == 0
-        assert capsys.readouterr().out.strip().endswith("15 passed, 0 failed")
+        assert capsys.readouterr().out.strip().endswith("72 passed, 0 failed")
 
         photo = tmp_path / "photo.png"
         photo.write_bytes(PHOTO_BYTES)
@@ -52,11 +83,7 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
         assert bbx(["chat", "send", "x", "--box", str(box), "--token", "wrong"]) == 1
         assert "401" in capsys.readouterr().err
     finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=30)
-        process.stdout.close()
-        errors = process.stderr.read().decode()
-        process.stderr.close()
+        code, errors = stop_serve(process)
     assert code == 0, errors
     assert "SIGTERM: shutting down" in errors
     # Clean: the serve file is gone and SQLite checkpointed its WAL on close.
@@ -67,3 +94,64 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
 def test_bbx_init_then_serve_refuses_a_remote_host_without_the_flag(tmp_path: Path) -> None:
     assert bbx(["init", str(tmp_path / "box")]) == 0
     assert bbx(["serve", "--box", str(tmp_path / "box"), "--host", "0.0.0.0"]) == 2
+
+
+def wait_until_gone(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while path.exists():
+        assert time.monotonic() < deadline, f"{path} is still there"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_send_in_flight_when_bbx_serve_is_signalled_is_answered_and_recorded(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    box = tmp_path / "box"
+    process = start_serve(box, tmp_path / "projects")
+    signalled = False
+    try:
+        url, token = read_address(process, box)
+        address = urlsplit(url)
+        assert address.hostname is not None
+        body = json.dumps({"message": "in flight", "messageId": "in-flight"}).encode()
+        half = len(body) // 2
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+        try:
+            # A first request, answered: a handler thread now reads this connection and
+            # takes the next head as it arrives, well before the shutdown closes the
+            # connections still waiting for a request.
+            connection.request(
+                "GET", "/api/chat/bootstrap", headers={"Authorization": f"Bearer {token}"}
+            )
+            first = connection.getresponse()
+            first.read()
+            assert first.status == 200
+            connection.putrequest("POST", "/api/chat/send")
+            connection.putheader("Authorization", f"Bearer {token}")
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body[:half])
+            process.send_signal(stop_signal)
+            signalled = True
+            # The shutdown has begun (the serve file goes first); the unfinished send
+            # holds the exit.
+            wait_until_gone(serve_file_path(box))
+            with pytest.raises(subprocess.TimeoutExpired):
+                process.wait(timeout=0.5)
+            connection.send(body[half:])
+            answer = connection.getresponse()
+            assert answer.status == 200
+            assert set(json.loads(answer.read())) == {"turnId"}
+        finally:
+            connection.close()
+    finally:
+        code, errors = stop_serve(process, None if signalled else signal.SIGTERM)
+    assert code == 0, errors
+    assert f"{stop_signal.name}: shutting down" in errors
+    # Recorded: its bus row, claimed by its id.
+    with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
+        ((row_id, payload),) = database.execute("SELECT id, payload FROM bus_events").fetchall()
+        claims = database.execute("SELECT message_id, bus_row_id FROM message_claims").fetchall()
+    assert json.loads(payload)["message"] == "in flight"
+    assert claims == [("in-flight", row_id)]
