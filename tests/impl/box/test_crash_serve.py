@@ -6,11 +6,15 @@ gets one — against whichever server is up. The test kills the server with SIGK
 random moments and starts it again on the same box. Afterwards, from the box's
 database: every id that was ever answered 200 is in the bus exactly once, no id has
 two rows, and every row has its claim (DESIGN.md §5: bus row and claim are one
-transaction).
+transaction); and every answered id, sent once more, is answered as a duplicate.
+
+A second test kills a server whose engine never finishes starting, right after it
+answered a send: the reopened box shows that send pending.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -22,9 +26,16 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+
+from beebox_impl.engine.scripted import ScriptedEngine
+from tests.impl.http.support import served_box
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX-only")
 
@@ -32,14 +43,28 @@ CLIENTS = 10
 SENDS_PER_CLIENT = 50
 KILLS = 6
 SERVE = (sys.executable, "-m", "beebox_impl", "serve")
+# `bbx serve` whose engine never finishes a start: a send is recorded and answered,
+# and the chat stays `starting` (the moment between acceptance and the engine's start).
+STALLED_SERVE = (
+    sys.executable,
+    "-c",
+    "import sys\n"
+    "import beebox_impl.cli_box as cli_box\n"
+    "from beebox_impl.cli import main\n"
+    "from beebox_impl.engine.scripted import ScriptedEngine\n"
+    "cli_box._engine = lambda name: ScriptedEngine(start_mode='wait')\n"
+    "sys.exit(main(sys.argv[1:]))\n",
+    "serve",
+)
 
 
 class Server:
     """The `bbx serve` child of the moment: its address, restartable."""
 
-    def __init__(self, box: Path, env: dict[str, str]) -> None:
+    def __init__(self, box: Path, env: dict[str, str], command: Sequence[str] = SERVE) -> None:
         self._box = box
         self._env = env
+        self._command = command
         self._lock = threading.Lock()
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -47,7 +72,7 @@ class Server:
 
     def start(self) -> None:
         process = subprocess.Popen(
-            [*SERVE, "--box", str(self._box), "--port", "0"],
+            [*self._command, "--box", str(self._box), "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=self._env,
@@ -109,7 +134,7 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
     env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
     server = Server(box, env)
     server.start()
-    answered: dict[str, list[dict[str, object]]] = {}
+    answered: dict[str, dict[str, object]] = {}
     answered_lock = threading.Lock()
     failures: list[BaseException] = []
 
@@ -124,7 +149,7 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
                     answer = _send(port, token, message_id)
                     if answer is not None:
                         with answered_lock:
-                            answered.setdefault(message_id, []).append(answer)
+                            answered[message_id] = answer
                         break
                     time.sleep(0.02)
         except BaseException as error:
@@ -151,13 +176,17 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
         server.start()
     for thread in threads:
         thread.join(timeout=60)
+    # Every answered id once more, to the last server: most were claimed by a server
+    # killed since, and each must be answered as a duplicate (the rows are read after).
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        again = list(pool.map(lambda message_id: _send(*server.address(), message_id), answered))
     assert server.stop() == 0
     assert not failures, failures
     assert len(answered) == CLIENTS * SENDS_PER_CLIENT
     # Every kill landed while sends were going on.
     assert kills == KILLS
 
-    with sqlite3.connect(box / ".beebox" / "box.sqlite3") as database:
+    with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
         rows = database.execute("SELECT id, payload FROM bus_events").fetchall()
         claims = dict(database.execute("SELECT message_id, bus_row_id FROM message_claims"))
         (integrity,) = database.execute("PRAGMA integrity_check").fetchone()
@@ -169,6 +198,48 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
     # Every row is claimed by its own id: row and claim were one transaction.
     row_of = {json.loads(payload)["message"]: row_id for row_id, payload in rows}
     assert claims == row_of
-    # An id answered more than once (a retry after the answer was lost) was deduplicated.
-    for answers in answered.values():
-        assert all(answer == {"deduplicated": True} for answer in answers[1:])
+    # The sends again were each answered as a duplicate, and added no row (above).
+    assert again == [{"deduplicated": True}] * len(answered)
+
+
+async def _bootstrap_reopened(folder: Path) -> Any:
+    """``GET /api/chat/bootstrap`` of the box under ``folder``, reopened and served.
+
+    Its engine never finishes a start either: nothing is delivered in between, and
+    what the answer shows of the send is the acceptance record alone."""
+    async with served_box(folder, engine=ScriptedEngine(start_mode="wait")) as (_, client, _):
+        answer = await client.call("GET", "/api/chat/bootstrap")
+    assert answer.status == 200
+    return answer.json()
+
+
+def test_a_send_answered_before_the_engine_started_is_pending_after_sigkill(
+    tmp_path: Path,
+) -> None:
+    box = tmp_path / "box"
+    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
+    server = Server(box, env, STALLED_SERVE)
+    server.start()
+    answer = _send(*server.address(), "accepted, then the crash")
+    server.kill()
+    assert answer is not None
+    assert set(answer) == {"turnId"}
+
+    boot = anyio.run(_bootstrap_reopened, tmp_path, backend="asyncio")
+
+    with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
+        ((row_id, payload),) = database.execute("SELECT id, payload FROM bus_events").fetchall()
+    # No engine ever assigned a session: the chat is empty, its one send pending.
+    assert set(boot) == {"kind", "sessionId", "history", "label", "status", "pending"}
+    assert boot["kind"] == "empty"
+    assert boot["sessionId"] is None
+    assert boot["history"] is None
+    assert boot["pending"] == [
+        {
+            "uuid": f"accepted-{row_id}",
+            "type": "user",
+            "timestamp": json.loads(payload)["timestamp"],
+            "content": [{"type": "text", "text": "accepted, then the crash"}],
+            "reconcileKnownUuids": [],
+        }
+    ]

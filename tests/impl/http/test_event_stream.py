@@ -1,8 +1,13 @@
-"""`GET /api/events`' writer (`stream_events`), driven without a socket."""
+"""`GET /api/events`: its writer (`stream_events`) driven without a socket, and a
+served stream's heartbeats."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from functools import partial
+from itertools import pairwise
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,12 +19,17 @@ import pytest
 
 from beebox_impl.http.events import encode_event, stream_events
 from beebox_impl.http.routes import Exchange
+from beebox_impl.http.server import HttpLimits
 from beebox_impl.services.events import BoxEvent, BoxEventHub
 from beebox_impl.session.events import EventSubscription
+from tests.impl.http.support import served_box
 
 pytestmark = pytest.mark.anyio
 
 WAITING = 50
+# Short, for a quick test; longer than the half second the writer waits for events
+# between looks, so a heartbeat written at every look (not every interval) shows.
+HEARTBEAT_SECONDS = 0.9
 
 
 async def test_events_waiting_together_cross_and_leave_as_one_write() -> None:
@@ -59,3 +69,39 @@ async def test_events_waiting_together_cross_and_leave_as_one_write() -> None:
     # Every event, in order, in one write after the opening; one crossing for them all.
     assert writes[1:] == [b"".join(encode_event(event) for event in published)]
     assert crossings == 1
+
+
+async def test_a_quiet_stream_sends_heartbeat_comments_an_interval_apart(tmp_path: Path) -> None:
+    """So a client or proxy can tell a quiet box from a dead connection."""
+    # Generous: the interval, the writer's half second between looks, and time to spare.
+    longest_gap = HEARTBEAT_SECONDS + 0.5 + 2
+    limits = HttpLimits(sse_heartbeat_seconds=HEARTBEAT_SECONDS)
+    async with served_box(tmp_path, limits=limits) as (_, client, _):
+
+        def read_writes(count: int) -> list[tuple[float, bytes]]:
+            """The stream's first ``count`` writes (each up to a blank line) with when
+            each began to arrive; fewer if nothing came for ``longest_gap``."""
+            connection, response = client.open_events(timeout=longest_gap)
+            writes = []
+            try:
+                with contextlib.suppress(TimeoutError):
+                    for _ in range(count):
+                        lines = [response.fp.readline()]
+                        arrived = time.monotonic()
+                        while lines[-1] not in (b"\n", b""):
+                            lines.append(response.fp.readline())
+                        writes.append((arrived, b"".join(lines)))
+            finally:
+                connection.close()
+            return writes
+
+        # No send: nothing happens in the box while the stream is read.
+        writes = await anyio.to_thread.run_sync(read_writes, 3)
+    assert [text for _, text in writes] == [
+        b"retry: 3000\n: subscribed\n\n",
+        b": heartbeat\n\n",
+        b": heartbeat\n\n",
+    ]
+    gaps = [later - earlier for (earlier, _), (later, _) in pairwise(writes)]
+    # The lower bound allows for the jitter of the client's clock reading each arrival.
+    assert all(HEARTBEAT_SECONDS - 0.2 <= gap <= longest_gap for gap in gaps), gaps
