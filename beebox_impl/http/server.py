@@ -189,6 +189,10 @@ def _redact_token(message: str) -> str:
     return _TOKEN_IN_QUERY.sub(r"\1<redacted>", message)
 
 
+# The interim answer to ``Expect: 100-continue`` (RFC 9110 §10.1.1).
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
 class MalformedFields(ValueError):
     """A request's header block is not a list of ``name: value`` fields (the message says why)."""
 
@@ -429,6 +433,8 @@ class _Handler(BaseHTTPRequestHandler):
         limits = self.server.app.limits
         self._reader.deadline = time.monotonic() + limits.header_timeout
         self.idle = True
+        self._body_unread = False
+        self._expect_continue = False
         try:
             line = self.rfile.readline(limits.max_line_bytes + 1)
             self.idle = False
@@ -494,11 +500,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif connection == "keep-alive":
             self.close_connection = False
-        if (
-            self.headers.get("Expect", "").lower() == "100-continue"
-            and self.request_version >= "HTTP/1.1"
-        ):
-            return self.handle_expect_100()
+        # Whatever the request declares a body by: `_send_reply` closes the connection
+        # when it answers without having read it.
+        self._body_unread = self.headers.get("Transfer-Encoding") is not None or (
+            (self.headers.get("Content-Length") or "0").strip() != "0"
+        )
+        # Said (and flushed) once the body will be read (`_read_body`): a request
+        # refused on its head gets its answer instead, and never sends the body.
+        self._expect_continue = self.headers.get("Expect", "").lower() == "100-continue"
         return True
 
     def _early_error(self, status: int, message: str) -> None:
@@ -512,7 +521,6 @@ class _Handler(BaseHTTPRequestHandler):
         """The body's length from the request's head, or the refusal (the body unread)."""
         app = self.server.app
         if self.headers.get("Transfer-Encoding") is not None:
-            self.close_connection = True
             return error_reply(411, "Length Required: send the body with a Content-Length")
         lengths = self.headers.get_all("Content-Length") or []
         if not lengths:
@@ -524,21 +532,23 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(raw)
         if length > app.limits.max_body_bytes:
             # Refused on the header alone; the body is never read (only drained on close).
-            self.close_connection = True
-            self._linger = True
             return error_reply(
                 413, f"Request body too large (limit {app.limits.max_body_bytes} bytes)"
             )
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if length and content_type != _JSON_TYPE:
-            self.close_connection = True
-            self._linger = True
             return error_reply(415, "Content-Type must be application/json")
         return length
 
     def _read_body(self, length: int) -> bytes:
+        self._body_unread = False
         if not length:
             return b""
+        if self._expect_continue:
+            # The client waits for this before it sends the body: out now, not buffered.
+            self._expect_continue = False
+            self.wfile.write(_CONTINUE)
+            self.wfile.flush()
         self._reader.deadline = time.monotonic() + self.server.app.limits.body_timeout
         body = self.rfile.read(length)
         if len(body) < length:
@@ -610,7 +620,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve_route(public, path, url.query)
             return
         if not app.authorized(self.headers.get("Authorization"), self.headers.get("Cookie")):
-            self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
             self._send_reply(
                 JsonReply(401, {"error": "Unauthorized"}, (("WWW-Authenticate", "Bearer"),))
             )
@@ -623,7 +632,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve_route(self, route: Route, path: str, query: str) -> None:
         if self.command not in route.methods:
-            self.close_connection = self.close_connection or self.command not in ("GET", "HEAD")
             allow = (("Allow", ", ".join(route.methods)),)
             self._send_reply(JsonReply(405, {"error": "Method not allowed"}, allow))
             return
@@ -675,6 +683,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _send_reply(self, reply: Reply) -> None:
+        if self._body_unread:
+            # Answered without reading the body the request declared: on this
+            # connection its bytes would be read as the next request. Close, after a
+            # lingering drain, so the answer is not lost to a reset.
+            self.close_connection = True
+            self._linger = True
         self.connection.settimeout(self.server.app.limits.write_timeout)
         if isinstance(reply, StreamReply):
             self._send_stream(reply)

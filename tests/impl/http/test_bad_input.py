@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import socket
@@ -441,3 +442,75 @@ async def test_openapi_document_matches_the_route_table(tmp_path: Path) -> None:
 def test_the_openapi_document_is_valid_openapi_3_1() -> None:
     # Against the OpenAPI 3.1 schema itself, not only our own reading of it.
     validate(openapi_document())
+
+
+# Requests the server answers without reading the body they declare: method, path,
+# content type, whether the token is right, the status.
+_REFUSED_WITH_A_BODY = (
+    ("POST", "/api/nope", "application/json", True, 404),
+    ("POST", "/nope", "application/json", True, 404),
+    ("POST", "/api/chat/send", "application/json", False, 401),
+    ("PUT", "/api/chat/sessions", "application/json", True, 405),
+    ("POST", "/api/chat/send", "text/plain", True, 415),
+)
+
+
+@pytest.mark.parametrize(
+    "refused", _REFUSED_WITH_A_BODY, ids=lambda case: f"{case[0]} {case[1]} {case[-1]}"
+)
+async def test_a_body_left_unread_is_never_read_as_the_next_request(
+    tmp_path: Path, refused: tuple[str, str, str, bool, int]
+) -> None:
+    method, path, content_type, right_token, status = refused
+    # The lingering close waits for the client's own close this long at most.
+    async with served_box(tmp_path, limits=HttpLimits(linger_seconds=0.2)) as (box, client, _):
+        body = b'{"message": "GET /api/chat/sessions HTTP/1.1"}'
+        authorization = f"Authorization: Bearer {box.token if right_token else 'wrong'}\r\n"
+        request = (
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\n{authorization}"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        # A second request right behind it on the same connection, as a browser reuses one.
+        behind = f"GET /api/chat/sessions HTTP/1.1\r\nHost: x\r\n{authorization}\r\n".encode()
+        answer = await anyio.to_thread.run_sync(client.raw, request + behind)
+    head, _, _ = answer.partition(b"\r\n\r\n")
+    assert head.startswith(f"HTTP/1.1 {status} ".encode()), answer
+    # One answer, then the connection closed: the body's bytes were not taken for a
+    # request (they used to be, and were answered a 400 page).
+    assert b"\r\nConnection: close" in head
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+
+
+async def test_expect_100_continue_is_answered_before_the_body_and_only_when_it_is_read(
+    tmp_path: Path,
+) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        body = b'{"message": "continued"}'
+
+        def send_expecting(token: str) -> tuple[bytes, bytes]:
+            """The head with ``Expect: 100-continue``: what comes back before the body is
+            sent, and then everything after it."""
+            head = (
+                f"POST /api/chat/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            with socket.create_connection((client.host, client.port), timeout=5) as sock:
+                sock.sendall(head)
+                # The client waits for this before its body; curl gives up after a second.
+                first = sock.recv(65536)
+                with contextlib.suppress(OSError):
+                    sock.sendall(body)
+                rest = []
+                while chunk := sock.recv(65536):
+                    rest.append(chunk)
+            return first, b"".join(rest)
+
+        first, rest = await anyio.to_thread.run_sync(send_expecting, box.token)
+        assert first == b"HTTP/1.1 100 Continue\r\n\r\n"
+        assert rest.startswith(b"HTTP/1.1 200 "), rest
+        assert b'"turnId"' in rest
+        # Refused on its head: the final answer at once, and no invitation to send the body.
+        first, _ = await anyio.to_thread.run_sync(send_expecting, "wrong")
+        assert first.startswith(b"HTTP/1.1 401 "), first
+        assert b"100 Continue" not in first
