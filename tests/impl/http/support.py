@@ -2,7 +2,8 @@
 
 The server runs on the test's event loop (asyncio or trio) exactly as `bbx serve`
 runs it; the client is `http.client` in a worker thread, so requests cross a real
-socket and reach the box through the server's portal.
+socket and reach the box as the server's handlers do (`anyio.from_thread.run` with the
+loop's token).
 """
 
 from __future__ import annotations
