@@ -500,14 +500,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif connection == "keep-alive":
             self.close_connection = False
-        # Whatever the request declares a body by: `_send_reply` closes the connection
-        # when it answers without having read it.
-        self._body_unread = self.headers.get("Transfer-Encoding") is not None or (
-            (self.headers.get("Content-Length") or "0").strip() != "0"
+        # Whatever the request declares a body by, every length it gives included:
+        # `_send_reply` closes the connection when it answers without having read it.
+        self._body_unread = self.headers.get("Transfer-Encoding") is not None or any(
+            length.strip() != "0" for length in self.headers.get_all("Content-Length") or ()
         )
         # Said (and flushed) once the body will be read (`_read_body`): a request
-        # refused on its head gets its answer instead, and never sends the body.
-        self._expect_continue = self.headers.get("Expect", "").lower() == "100-continue"
+        # refused on its head gets its answer instead, and never sends the body. An
+        # HTTP/1.0 client cannot read an interim answer (RFC 9110 §10.1.1).
+        self._expect_continue = (
+            self.headers.get("Expect", "").lower() == "100-continue"
+            and self.request_version >= "HTTP/1.1"
+        )
         return True
 
     def _early_error(self, status: int, message: str) -> None:
@@ -527,7 +531,6 @@ class _Handler(BaseHTTPRequestHandler):
             return 0
         raw = lengths[0].strip()
         if len(set(lengths)) != 1 or not raw.isascii() or not raw.isdigit():
-            self.close_connection = True
             return error_reply(400, "Invalid Content-Length")
         length = int(raw)
         if length > app.limits.max_body_bytes:

@@ -514,3 +514,33 @@ async def test_expect_100_continue_is_answered_before_the_body_and_only_when_it_
         first, _ = await anyio.to_thread.run_sync(send_expecting, "wrong")
         assert first.startswith(b"HTTP/1.1 401 "), first
         assert b"100 Continue" not in first
+
+
+async def test_every_content_length_a_request_gives_counts_as_declaring_a_body(
+    tmp_path: Path,
+) -> None:
+    async with served_box(tmp_path, limits=HttpLimits(linger_seconds=0.2)) as (box, client, _):
+        authorization = f"Authorization: Bearer {box.token}\r\n"
+        # The first length says no body; the second says seven bytes follow, and they do.
+        request = (
+            f"POST /api/nope HTTP/1.1\r\nHost: x\r\n{authorization}"
+            "Content-Length: 0\r\nContent-Length: 7\r\n\r\nGET / H"
+        ).encode()
+        behind = f"GET /api/chat/sessions HTTP/1.1\r\nHost: x\r\n{authorization}\r\n".encode()
+        answer = await anyio.to_thread.run_sync(client.raw, request + behind)
+    assert answer.startswith(b"HTTP/1.1 404 "), answer
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+
+
+async def test_an_http_1_0_client_is_never_sent_100_continue(tmp_path: Path) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        body = b'{"message": "from an old client"}'
+        request = (
+            f"POST /api/chat/send HTTP/1.0\r\nAuthorization: Bearer {box.token}\r\n"
+            "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        answer = await anyio.to_thread.run_sync(client.raw, request)
+    # RFC 9110 §10.1.1: it cannot read an interim answer, so it gets the final one alone.
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    assert b"100 Continue" not in answer
