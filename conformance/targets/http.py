@@ -19,6 +19,9 @@ headers) and ``"auth": false`` (send no token).
   /api/chat/bootstrap``) shows it stripped with a reference, and binds that
   reference: every ``{photoRef}`` in a request path is replaced by it.
 
+- ``{"idle": true}`` — waits until the host's chat is not busy (``status.busy``
+  of ``GET /api/chat/bootstrap`` is false): no turn of an earlier case in flight.
+
 Every ``{token}`` in a request path is replaced by the host's token (the login
 URL ``bbx serve`` prints is ``/?token=…``). Within a case the requests behave as
 a browser's: a cookie an answer sets (``Set-Cookie``) is sent with the case's
@@ -87,12 +90,18 @@ class HttpHost:
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
         auth: bool = True,
+        cookies: SimpleCookie | None = None,
     ) -> tuple[int, dict[str, str], bytes]:
         """One request on a fresh connection: status, headers (lower-case names), body
-        (empty for an event stream, which does not end)."""
+        (empty for an event stream, which does not end). With ``cookies``, a browser's
+        jar: what it holds is sent, and every cookie the answer sets is kept in it."""
         sent = dict(headers or {})
         if auth:
             sent.setdefault("Authorization", f"Bearer {self.token}")
+        if cookies:
+            sent.setdefault(
+                "Cookie", "; ".join(f"{name}={m.coded_value}" for name, m in cookies.items())
+            )
         connection = http.client.HTTPConnection(self.host, self.port, timeout=_REQUEST_TIMEOUT)
         try:
             # The host may answer before taking the whole body (413): read that answer.
@@ -101,6 +110,11 @@ class HttpHost:
             response = connection.getresponse()
             streamed = (response.getheader("Content-Type") or "").startswith(_EVENT_STREAM)
             data = b"" if streamed else response.read()
+            # The stream's socket is the answer's once the host said it would close it.
+            response.close()
+            if cookies is not None:
+                for set_cookie in response.msg.get_all("Set-Cookie") or ():
+                    cookies.load(set_cookie)
             return (
                 response.status,
                 {name.lower(): value for name, value in response.getheaders()},
@@ -132,9 +146,21 @@ def _send_photo(host: HttpHost, photo: Any) -> str:
     raise RuntimeError("setup: the photo never reached the host's history")
 
 
+def _wait_until_idle(host: HttpHost) -> None:
+    deadline = time.monotonic() + _SETUP_TIMEOUT
+    while time.monotonic() < deadline:
+        status, _, answer = host.request("GET", "/api/chat/bootstrap?tail=1")
+        if status == 200 and not json.loads(answer)["status"]["busy"]:
+            return
+        time.sleep(0.1)
+    raise RuntimeError("setup: the host's chat never went idle")
+
+
 def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
     setup = case_input.get("setup") or {}
     bindings: dict[str, str] = {"{token}": host.token}
+    if setup.get("idle"):
+        _wait_until_idle(host)
     if "photo" in setup:
         bindings["{photoRef}"] = _send_photo(host, setup["photo"])
     cookies = SimpleCookie()
@@ -144,10 +170,6 @@ def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
         for name, value in bindings.items():
             path = path.replace(name, value)
         headers = dict(request.get("headers") or {})
-        if cookies:
-            headers.setdefault(
-                "Cookie", "; ".join(f"{name}={morsel.value}" for name, morsel in cookies.items())
-            )
         body: bytes | None = None
         if "json" in request:
             body = json.dumps(request["json"], ensure_ascii=False).encode("utf-8")
@@ -155,10 +177,13 @@ def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
         elif "body" in request:
             body = request["body"].encode("utf-8")
         status, got_headers, data = host.request(
-            request["method"], path, body=body, headers=headers, auth=request.get("auth", True)
+            request["method"],
+            path,
+            body=body,
+            headers=headers,
+            auth=request.get("auth", True),
+            cookies=cookies,
         )
-        if "set-cookie" in got_headers:
-            cookies.load(got_headers["set-cookie"])
         answer: dict[str, Any] = {"status": status, "headers": got_headers}
         if got_headers.get("content-type", "").startswith("application/json") and data:
             answer["json"] = json.loads(data)
