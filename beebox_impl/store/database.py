@@ -147,17 +147,24 @@ def database_path(box_root: Path) -> Path:
     return box_root / ".beebox" / DATABASE_NAME
 
 
-def _migrate(connection: sqlite3.Connection) -> int:
-    """Bring the schema up to the last step; return the version it is at."""
+def _schema_version(connection: sqlite3.Connection) -> int:
     (version,) = connection.execute("PRAGMA user_version").fetchone()
     if version > len(MIGRATIONS):
         raise SchemaTooNewError(
             f"database schema version {version} is newer than this beebox ({len(MIGRATIONS)})"
         )
-    if version == len(MIGRATIONS):
-        return int(version)
+    return int(version)
+
+
+def _migrate(connection: sqlite3.Connection) -> int:
+    """Bring the schema up to the last step; return the version it is at."""
+    if _schema_version(connection) == len(MIGRATIONS):
+        return len(MIGRATIONS)
     connection.execute("BEGIN IMMEDIATE")
     try:
+        # Read again under the write lock: another process opening the same new box
+        # (`bbx init` beside `bbx serve`) may have migrated it since the read above.
+        version = _schema_version(connection)
         for statements in MIGRATIONS[version:]:
             for statement in statements:
                 connection.execute(statement)
@@ -175,9 +182,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     # Autocommit mode: every write below opens its own transaction explicitly.
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
+        # First: the pragmas after it may wait on another process's lock too.
+        connection.execute("PRAGMA busy_timeout=5000")
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
-        connection.execute("PRAGMA busy_timeout=5000")
         _migrate(connection)
     except BaseException:
         connection.close()

@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import cast
 
 import anyio
 import anyio.to_thread
@@ -22,6 +23,7 @@ from beebox_impl.store import (
     ThreadRecordStore,
     database_path,
 )
+from beebox_impl.store.database import _migrate, create_database
 from beebox_spec.thread_pool import ThreadRecord
 
 pytestmark = pytest.mark.anyio
@@ -51,6 +53,28 @@ async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         connection.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(SchemaTooNewError):
         await BoxDatabase.open(tmp_path)
+
+
+def test_a_new_database_migrated_by_another_opener_meanwhile_is_not_migrated_twice(
+    tmp_path: Path,
+) -> None:
+    # Two first opens of one new box (`bbx init` beside `bbx serve`): the other one
+    # migrates between this one's first look at the version and its write lock.
+    path = database_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    mine = sqlite3.connect(path, isolation_level=None)
+
+    class AnotherOpenerFirst:
+        def execute(self, statement: str) -> sqlite3.Cursor:
+            if statement == "BEGIN IMMEDIATE":
+                create_database(tmp_path)
+            return mine.execute(statement)
+
+    try:
+        assert _migrate(cast(sqlite3.Connection, AnotherOpenerFirst())) == len(MIGRATIONS)
+        assert mine.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    finally:
+        mine.close()
 
 
 async def test_a_later_migration_step_is_applied_once(
