@@ -57,11 +57,34 @@ from beebox_impl.ids import new_uuid4
 from beebox_impl.schedule import run_schedules
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
-__all__ = ["add_box_commands", "run_box_command", "serve_file_path"]
+__all__ = [
+    "add_box_commands",
+    "parse_serving_line",
+    "run_box_command",
+    "serve_file_path",
+    "serving_line",
+]
 
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 DEFAULT_PORT: Final = 8765
+
+
+# How the one line `bbx serve` prints once it answers begins.
+_SERVING: Final = "beebox serving "
+
+
+def serving_line(box_root: Path, login_url: str) -> str:
+    """What `bbx serve` prints once it answers: the box, and the login URL with the token."""
+    return f"{_SERVING}{box_root} at {login_url}"
+
+
+def parse_serving_line(line: str) -> tuple[str, str] | None:
+    """The base URL and the token of a `serving_line`; None for any other line."""
+    if not line.startswith(_SERVING):
+        return None
+    url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+    return url, token
 
 
 def serve_file_path(box_root: Path) -> Path:
@@ -192,7 +215,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
         serve_file = _write_serve_file(box, running)
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                print(f"beebox serving {box.root} at {running.login_url}", flush=True)
+                print(serving_line(box.root, running.login_url), flush=True)
                 async for received in signals:
                     print(f"bbx: {signal.Signals(received).name}: shutting down", file=sys.stderr)
                     break

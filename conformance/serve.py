@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.cli_box import parse_serving_line
 from beebox_impl.transcript.location import transcript_path
 
 __all__ = ["ServeFailed", "ServedBox", "served_box"]
 
-_READY_PREFIX: Final = "beebox serving "
 _STOP_TIMEOUT_S: Final = 30
 
 
@@ -64,12 +64,11 @@ def served_box() -> Iterator[ServedBox]:
         assert process.stdout is not None
         assert process.stderr is not None
         try:
-            line = process.stdout.readline()
-            if not line.startswith(_READY_PREFIX):
+            serving = parse_serving_line(process.stdout.readline())
+            if serving is None:
                 process.kill()
                 raise ServeFailed(f"bbx serve did not start: {process.stderr.read().strip()}")
-            # "beebox serving <box> at <url>/?token=<token>"
-            url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
+            url, token = serving
             yield ServedBox(url, token, (root / "box").resolve(), root / "projects")
         finally:
             if process.poll() is None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from beebox_impl.box import Box
+from beebox_impl.cli_box import parse_serving_line
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
@@ -107,13 +108,13 @@ def start_serve(
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=environment)
     assert process.stdout is not None
     line = process.stdout.readline().decode("utf-8", "replace")
-    if not line.startswith("beebox serving "):
+    serving = parse_serving_line(line)
+    if serving is None:
         process.kill()
         process.wait()
         raise AssertionError(f"bbx serve did not start: {line!r} {log.read_text()!r}")
-    url = line.rsplit(" at ", 1)[1].strip()
-    address, _, token = url.partition("/?token=")
-    return ServeProcess(process, int(address.rsplit(":", 1)[1]), token, line, log)
+    url, token = serving
+    return ServeProcess(process, int(url.rsplit(":", 1)[1]), token, line, log)
 
 
 def limited(max_file_bytes: int) -> list[str]:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from beebox_impl.cli import main as bbx
-from beebox_impl.cli_box import serve_file_path
+from beebox_impl.cli_box import parse_serving_line, serve_file_path, serving_line
 from conformance.__main__ import main as conformance_main
 from tests.impl.http.support import PHOTO_BYTES
 
@@ -42,9 +42,10 @@ def read_address(process: subprocess.Popen[bytes], box: Path) -> tuple[str, str]
     """The base URL and the token of the `bbx serve` ``process`` serving ``box``."""
     assert process.stdout is not None
     line = process.stdout.readline().decode()
-    assert line.startswith(f"beebox serving {box.resolve()} at http://127.0.0.1:"), line
-    url, _, token = line.rsplit(" at ", 1)[1].strip().partition("/?token=")
-    return url, token
+    assert line.startswith(serving_line(box.resolve(), "http://127.0.0.1:")), line
+    serving = parse_serving_line(line)
+    assert serving is not None
+    return serving
 
 
 def stop_serve(
@@ -96,6 +97,9 @@ def test_bbx_init_then_serve_refuses_a_remote_host_without_the_flag(tmp_path: Pa
     assert bbx(["serve", "--box", str(tmp_path / "box"), "--host", "0.0.0.0"]) == 2
 
 
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
 def wait_until_gone(path: Path, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while path.exists():
@@ -115,23 +119,21 @@ def test_a_send_in_flight_when_bbx_serve_is_signalled_is_answered_and_recorded(
         address = urlsplit(url)
         assert address.hostname is not None
         body = json.dumps({"message": "in flight", "messageId": "in-flight"}).encode()
-        half = len(body) // 2
         connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
         try:
-            # A first request, answered: a handler thread now reads this connection and
-            # takes the next head as it arrives, well before the shutdown closes the
-            # connections still waiting for a request.
-            connection.request(
-                "GET", "/api/chat/bootstrap", headers={"Authorization": f"Bearer {token}"}
-            )
-            first = connection.getresponse()
-            first.read()
-            assert first.status == 200
             connection.putrequest("POST", "/api/chat/send")
             connection.putheader("Authorization", f"Bearer {token}")
             connection.putheader("Content-Type", "application/json")
             connection.putheader("Content-Length", str(len(body)))
-            connection.endheaders(body[:half])
+            connection.putheader("Expect", "100-continue")
+            connection.endheaders()
+            # The server invites the body only once it reads it: the request is in
+            # flight, past the head, before the signal.
+            continued = b""
+            while len(continued) < len(CONTINUE):
+                assert connection.sock is not None
+                continued += connection.sock.recv(len(CONTINUE) - len(continued))
+            assert continued == CONTINUE
             process.send_signal(stop_signal)
             signalled = True
             # The shutdown has begun (the serve file goes first); the unfinished send
@@ -139,7 +141,7 @@ def test_a_send_in_flight_when_bbx_serve_is_signalled_is_answered_and_recorded(
             wait_until_gone(serve_file_path(box))
             with pytest.raises(subprocess.TimeoutExpired):
                 process.wait(timeout=0.5)
-            connection.send(body[half:])
+            connection.send(body)
             answer = connection.getresponse()
             assert answer.status == 200
             assert set(json.loads(answer.read())) == {"turnId"}
