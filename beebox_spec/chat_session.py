@@ -75,6 +75,14 @@ The rules, in the order a reader meets them:
    text itself); nor does anything in ``stopping``, whose stop cleared the queue.
    What does not go back is the engine's to have lost, as a turn in flight when
    its run dies is.
+9. (Ours) **A reset forgets for good.** The run a reset finds (the one it stops,
+   or one already closing) may still deliver messages before its close arrives,
+   each carrying the session id the reset forgot; rule 7 takes no id from that
+   run (``forgotten_run``, until its close), so the next run starts a new session
+   as the reset asked. (The original took the id back from them, saved it again,
+   and the next send resumed the session it had been told to forget.) A run
+   still starting at the reset was asked to resume that session and is not
+   stopped (rule 6): it opens in it, and its id is the session's again.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -173,6 +181,8 @@ class ChatSessionState:
     rather than from a caller's send, so a failed start puts them back.
     ``turn_drained`` holds the texts of the turn in flight that a drain sent onto
     an open run, for a refused turn to put back (rule 8); empty otherwise.
+    ``forgotten_run`` is the run a reset found, whose messages assign no session id,
+    until its close (rule 9); None otherwise.
     """
 
     lifecycle: Lifecycle[int] = IDLE
@@ -184,6 +194,7 @@ class ChatSessionState:
     turn_text: str = ""
     runs_started: int = 0
     turn_drained: tuple[str, ...] = ()
+    forgotten_run: int | None = None
 
 
 def initial_state(session_id: str | None = None) -> ChatSessionState:
@@ -370,9 +381,11 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _restart(state)
         case ResetSession():
             stopped = _stop(state)
-            return ChatSessionStep(
-                replace(stopped.state, session_id=None), (*stopped.effects, ForgetSessionId())
+            # Rule 9: the run it finds (stopped, or closing already) gives no id back.
+            forgotten = replace(
+                stopped.state, session_id=None, forgotten_run=lifecycle_run(state.lifecycle)
             )
+            return ChatSessionStep(forgotten, (*stopped.effects, ForgetSessionId()))
         case Interrupt():
             run = lifecycle_run(state.lifecycle)
             # Only an open run has a turn to interrupt; otherwise there is nothing to do.
@@ -468,8 +481,14 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
         raise InvariantError(f"SDK message from run {run} while {state.lifecycle.phase}")
     effects: list[Effect] = []
     session_id = message.get("session_id")
-    # Rule 7: an id other than the one held is the SDK assigning (or re-assigning) one.
-    if isinstance(session_id, str) and session_id and session_id != state.session_id:
+    # Rule 7: an id other than the one held is the SDK assigning (or re-assigning) one;
+    # rule 9: not from the run a reset found.
+    if (
+        isinstance(session_id, str)
+        and session_id
+        and session_id != state.session_id
+        and run != state.forgotten_run
+    ):
         state = replace(state, session_id=session_id)
         effects += [SaveSessionId(session_id), Emit("session-id", session_id)]
 
@@ -496,7 +515,9 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-    state = replace(state, lifecycle=idle, close_requested=False, turn_drained=())
+    state = replace(
+        state, lifecycle=idle, close_requested=False, turn_drained=(), forgotten_run=None
+    )
     close = Emit("close", 0 if intentional else None)
     if intentional:
         return ChatSessionStep(state, (close,))

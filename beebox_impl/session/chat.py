@@ -276,6 +276,8 @@ class ChatSession:
         self._on_turn_end = on_turn_end
         self._lifecycle: Lifecycle[ChatRun] = IDLE
         self._session_id: str | None = None
+        # Rule 9: the run a reset found, whose messages assign no id, until its close.
+        self._forgotten_run: ChatRun | None = None
         self._queue: list[_QueuedText] = []
         self._first_turn: list[_QueuedText] = []
         self._first_turn_drained = False
@@ -515,8 +517,10 @@ class ChatSession:
         await self._leave()
 
     async def reset_session(self) -> None:
-        """`stop` and forget the saved session id."""
+        """`stop` and forget the saved session id, for good: the run it finds gives no id
+        back (rule 9)."""
         await self._enter()
+        self._forgotten_run = lifecycle_run(self._lifecycle)
         handle = self._begin_stop()
         self._session_id = None
         forgotten = self._writer.submit(self._session_id_store.forget)
@@ -657,10 +661,13 @@ class ChatSession:
         if plan is not None:
             self._task_group.start_soon(self._perform, plan, name="chat drain")
 
-    def _take_session_id(self, message: AdaptedMessage) -> str | None:
-        """Rule 7: the id to save when ``message`` carries a new one."""
+    def _take_session_id(self, handle: ChatRun, message: AdaptedMessage) -> str | None:
+        """Rule 7: the id to save when ``message`` carries a new one; rule 9: none from
+        the run a reset found."""
         session_id = message.get("session_id")
         if not isinstance(session_id, str) or not session_id or session_id == self._session_id:
+            return None
+        if handle is self._forgotten_run:
             return None
         self._session_id = session_id
         return session_id
@@ -680,6 +687,7 @@ class ChatSession:
         self._require_current(handle, "closed")
         intentional = isinstance(self._lifecycle, Stopping)
         self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
+        self._forgotten_run = None
         self._turn_ended(delivered=False)
         self._events.publish(Closed(0 if intentional else None))
         if intentional:
@@ -847,7 +855,7 @@ class ChatSession:
     def _on_message(self, handle: ChatRun, message: AdaptedMessage) -> Awaitable[None] | None:
         """Rules 5 and 7 for one message; what is left to do is returned (a drain)."""
         self._require_current(handle, "sent a message")
-        new_session_id = self._take_session_id(message)
+        new_session_id = self._take_session_id(handle, message)
         if new_session_id is not None:
             self._writer.submit(partial(self._session_id_store.save, new_session_id))
             self._events.publish(SessionIdAssigned(new_session_id))

@@ -29,6 +29,7 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.sdk_messages import AdaptedMessage
 
 __all__ = ["CHAT_MUTANTS"]
 
@@ -133,6 +134,14 @@ class RefusingRunLeftOpen(ChatSession):
         return None
 
 
+class ResetForgetsForAMoment(ChatSession):
+    """A reset forgets the session id, and the run it stopped gives it back."""
+
+    def _take_session_id(self, handle: ChatRun, message: AdaptedMessage) -> str | None:
+        self._forgotten_run = None
+        return super()._take_session_id(handle, message)
+
+
 CHAT_MUTANTS: dict[str, type[ChatSession]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -145,5 +154,6 @@ CHAT_MUTANTS: dict[str, type[ChatSession]] = {
         StopKeepsTheRows,
         RefusedDrainIsDropped,
         RefusingRunLeftOpen,
+        ResetForgetsForAMoment,
     )
 }

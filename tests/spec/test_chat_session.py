@@ -42,7 +42,7 @@ from beebox_spec.chat_session import (
     step,
 )
 from beebox_spec.errors import InvariantError
-from beebox_spec.lifecycle import Idle, Phase, Starting
+from beebox_spec.lifecycle import Idle, Phase, Starting, lifecycle_run
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 
@@ -139,6 +139,47 @@ def test_reset_session_stops_and_forgets_the_session_id() -> None:
     assert reset.effects == (CloseRun(1), ForgetSessionId())
     assert reset.state.session_id is None
     assert reset.state.lifecycle.phase is Phase.STOPPING
+
+
+def test_a_reset_takes_no_session_id_back_from_the_run_it_stopped() -> None:
+    # Rule 9: messages the stopped run still delivers carry the forgotten id.
+    steps = run_events(
+        Send("a"),
+        RunStarted(),
+        sdk("init", session_id="s-1"),
+        ResetSession(),
+        sdk("assistant", "late", session_id="s-1"),
+        sdk("result", session_id="s-1"),
+        RunClosed(1),
+        Send("b"),
+    )
+    reset, late, result, closed, fresh = steps[3:]
+    assert reset.state.forgotten_run == 1
+    assert late.state.session_id is None
+    assert late.effects == (Emit("message", sdk("assistant", "late", session_id="s-1").message),)
+    assert not any(isinstance(effect, SaveSessionId) for effect in result.effects)
+    assert closed.state.forgotten_run is None
+    # The next run starts a new session, as the reset asked.
+    assert fresh.effects == (StartRun(2, None),)
+
+
+def test_a_reset_in_the_close_window_forgets_the_closing_runs_id_too() -> None:
+    state = run_events(Send("a"), RunStarted(), sdk("init", session_id="s-1"), Restart())[-1].state
+    reset = step(state, ResetSession())
+    assert reset.effects == (ForgetSessionId(),), "the run is closing already"
+    late = step(reset.state, sdk("result", session_id="s-1"))
+    assert late.state.session_id is None
+
+
+def test_a_run_starting_at_a_reset_opens_in_the_session_it_was_asked_to_resume() -> None:
+    # Rule 9's limit: nothing stops a start in flight (rule 6), so its id is the session's.
+    state = run_events(Send("a"), RunStarted(), sdk("init", session_id="s-1"), sdk("result"))
+    restarted = run_events(Restart(), RunClosed(1), Send("b"), state=state[-1].state)
+    assert restarted[-1].effects == (StartRun(2, "s-1"),)
+    reset = step(restarted[-1].state, ResetSession())
+    assert reset.state.forgotten_run is None
+    opened = run_events(RunStarted(), sdk("init", session_id="s-1", run=2), state=reset.state)
+    assert opened[-1].state.session_id == "s-1"
 
 
 def test_a_send_in_the_close_window_is_refused() -> None:
@@ -430,6 +471,8 @@ class ChatSessionLedger(RuleBasedStateMachine):
             assert self.state.close_requested, "stopping always closed its run"
         if self.state.turn_drained:
             assert lifecycle.phase in (Phase.STREAMING, Phase.STOPPING), "only a turn in flight"
+        if self.state.forgotten_run is not None:
+            assert lifecycle_run(lifecycle) == self.state.forgotten_run, "only until its close"
 
 
 ChatSessionLedger.TestCase.settings = settings(

@@ -650,3 +650,42 @@ async def test_a_drain_whose_run_a_stop_closed_does_not_come_back() -> None:
         assert len(engine.runs) == 1
         # The stop cleared every queued row, this unsent turn's too.
         assert store.texts == ()
+
+
+async def test_a_reset_takes_no_session_id_back_from_the_run_it_stopped(tmp_path: Path) -> None:
+    # Rule 9: a run slow to close, as a CLI shutting down is, still delivers messages
+    # that carry the session id the reset forgot.
+    id_file = SessionIdFile.for_box(tmp_path)
+    engine = ScriptedEngine(start_mode="accept")
+    async with ChatSession.open(
+        engine=engine, box_root=tmp_path, queue_store=InMemoryQueueStore(), session_id_store=id_file
+    ) as session:
+        await session.send("a")
+        await settle()
+        run = engine.last_run
+        await run.emit(init_message("s-1"))
+        await settle()
+        assert session.session_id == "s-1"
+        close, closing = run.close, anyio.Event()
+
+        async def slow_close() -> None:
+            await closing.wait()
+            await close()
+
+        run.close = slow_close  # type: ignore[method-assign]
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(session.reset_session)
+            try:
+                await settle()
+                assert session.phase is Phase.STOPPING
+                await run.emit(result_message(session_id="s-1", uuid="r-1"))
+                await settle()
+                assert held_session_id(session) is None
+            finally:
+                # Failing or not, the run closes (the session's own exit closes it too).
+                closing.set()
+        await session.send("b")
+        await settle()
+        assert engine.starts[-1].resume_session_id is None, "a new session, as asked"
+    # Nor was it saved again after the reset forgot it (the writer is done once closed).
+    assert await id_file.load() is None
