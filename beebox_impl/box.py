@@ -115,7 +115,8 @@ TOKEN_BYTES: Final = 32
 
 
 class NotABoxError(RuntimeError):
-    """The folder is not a box (and the caller asked not to create one)."""
+    """The folder is not a box (and the caller asked not to create one), or a file
+    that makes it one is damaged (the message names it)."""
 
 
 @dataclass(frozen=True)
@@ -181,14 +182,22 @@ def _write_new_token(path: Path) -> None:
 
 def read_token(paths: BoxPaths) -> str:
     """The box's HTTP token (tightening a token file readable by others to 0600)."""
-    mode = stat.S_IMODE(paths.token.stat().st_mode)
+    again = "delete it and run `bbx init` again"
+    status = paths.token.stat()
+    # Looked at before the chmod: whatever else sits there is not ours to lock up.
+    if not stat.S_ISREG(status.st_mode):
+        raise NotABoxError(f"{paths.token} is not a file; {again}")
+    mode = stat.S_IMODE(status.st_mode)
     if mode & 0o077:
         _log.warning("%s was readable by others (%o); setting it to 0600", paths.token, mode)
         paths.token.chmod(0o600)
-    token = paths.token.read_text(encoding="ascii").strip()
+    try:
+        token = paths.token.read_text(encoding="ascii").strip()
+    except UnicodeDecodeError:
+        raise NotABoxError(f"{paths.token} is not a token (not ASCII); {again}") from None
     # An empty token would let an empty bearer in.
     if not token:
-        raise NotABoxError(f"{paths.token} is empty; delete it and run `bbx init` again")
+        raise NotABoxError(f"{paths.token} is empty; {again}")
     return token
 
 

@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import fcntl
 import json
 import mimetypes
 import os
 import signal
+import sqlite3
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -43,11 +47,12 @@ from beebox_impl.allocator import (
     trim_free_heap,
     tune_allocator_for_serving,
 )
-from beebox_impl.box import Box, BoxPaths, init_box, read_token
+from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import (
     DEFAULT_HOST,
+    HttpLimits,
     RemoteBindRefused,
     RunningServer,
     check_host,
@@ -55,6 +60,7 @@ from beebox_impl.http.server import (
 )
 from beebox_impl.ids import new_uuid4
 from beebox_impl.schedule import run_schedules
+from beebox_impl.store.database import create_database
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
 __all__ = [
@@ -103,7 +109,7 @@ def add_box_commands(
     serve = commands.add_parser("serve", help="serve a box over HTTP")
     serve.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0: any free port")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help="0: any free port")
     serve.add_argument("--engine", choices=["echo", "claude"], default="echo")
     serve.add_argument(
         "--start-timeout",
@@ -145,14 +151,40 @@ def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> 
     script restarts before the imports (`beebox_impl.script`) and passes False.
     """
     if args.command == "init":
-        paths = init_box(args.dir)
-        print(f"box ready at {paths.root}")
-        return 0
+        return _init(args.dir)
     if args.command == "serve":
         return _serve(args, owns_process=owns_process)
     if args.command == "chat" and args.chat_command == "send":
         return _chat_send(args)
     return None
+
+
+def _init(folder: Path) -> int:
+    try:
+        paths = init_box(folder)
+    except OSError as error:
+        print(f"bbx: cannot make a box at {folder}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    # A box that exists already is looked at, not only found: a damaged token or
+    # database is named here, not at the next serve.
+    try:
+        read_token(paths)
+        create_database(paths.root)
+    except (NotABoxError, OSError, sqlite3.DatabaseError) as error:
+        print(f"bbx: the box at {paths.root} is damaged: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"box ready at {paths.root}")
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r} (0 to 65535; 0: any free port)")
+    return port
 
 
 def _start_timeout(text: str) -> float:
@@ -188,6 +220,18 @@ def _engine(name: str) -> Engine | None:
     return None  # the box's default: EchoEngine
 
 
+def _served_url_or_refusal(box_root: Path) -> str:
+    """The URL of the `bbx serve` serving ``box_root``, from its serve file.
+
+    Raises `FileNotFoundError` (none runs) or `ValueError` (the file is not one)."""
+    path = serve_file_path(box_root)
+    text = path.read_text(encoding="utf-8")
+    url = _url_served(text)
+    if url is None:
+        raise ValueError(f"{path} is not a serve file ({text[:40]!r}); restart `bbx serve`")
+    return url
+
+
 def _write_serve_file(box: Box, running: RunningServer) -> Path:
     path = serve_file_path(box.root)
     temporary = path.with_suffix(".tmp")
@@ -198,7 +242,53 @@ def _write_serve_file(box: Box, running: RunningServer) -> Path:
     return path
 
 
+class BoxAlreadyServed(RuntimeError):
+    """Another `bbx serve` serves this box (the message says where)."""
+
+
+@contextlib.contextmanager
+def _serving(paths: BoxPaths) -> Iterator[None]:
+    """Hold the box's serve lock: one `bbx serve` a box (two would share its chat and
+    overwrite each other's serve file). The lock goes with the process, however it ends."""
+    descriptor = os.open(paths.state_dir / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BoxAlreadyServed(
+                f"{paths.root} is already served by another `bbx serve`"
+                f" ({_served_url(paths.root) or 'its address unknown'})"
+            ) from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _served_url(box_root: Path) -> str | None:
+    """The URL the box's serve file gives, if there is one that gives one."""
+    try:
+        return _url_served(serve_file_path(box_root).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def _url_served(serve_file: str) -> str | None:
+    """The URL a serve file's text gives; None for any text that is not a serve file."""
+    try:
+        served = json.loads(serve_file)
+    except ValueError:
+        return None
+    url = served.get("url") if isinstance(served, dict) else None
+    return url if isinstance(url, str) else None
+
+
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
+    paths = await anyio.to_thread.run_sync(init_box, args.box)
+    with _serving(paths):
+        await _serve_box_until_signalled(args)
+
+
+async def _serve_box_until_signalled(args: argparse.Namespace) -> None:
     async with (
         Box.open(args.box, engine=_engine(args.engine), start_timeout=args.start_timeout) as box,
         serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
@@ -238,34 +328,54 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
     failed = False
     try:
         anyio.run(_serve_until_signalled, args)
-    except* OSError as errors:
-        for problem in errors.exceptions:
+    except* (OSError, NotABoxError, BoxAlreadyServed, sqlite3.DatabaseError) as errors:
+        for problem in _leaves(errors):
             print(f"bbx: cannot serve: {problem}", file=sys.stderr)
         failed = True
     return EXIT_FAILED if failed else 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions inside ``group``, however deeply grouped (task groups nest them)."""
+    leaves: list[BaseException] = []
+    for error in group.exceptions:
+        leaves.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    return leaves
+
+
+# A request's body limit on a box of the defaults, photos included, base64 (4 bytes
+# for 3) and all: a photo larger than this cannot be sent, so it is not read.
+_MAX_PHOTO_BYTES: Final = HttpLimits().max_body_bytes * 3 // 4
 
 
 def _image_payload(path: Path) -> dict[str, str]:
     media_type, _ = mimetypes.guess_type(path.name)
     if media_type not in SERVABLE_MEDIA_TYPES:
         raise ValueError(f"{path}: not a photo type the box keeps ({media_type or 'unknown'})")
+    size = path.stat().st_size
+    if size > _MAX_PHOTO_BYTES:
+        raise ValueError(
+            f"{path}: too large to send ({size:,} bytes; a send carries at most"
+            f" {_MAX_PHOTO_BYTES:,} bytes of photos)"
+        )
     return {"mediaType": media_type, "data": base64.b64encode(path.read_bytes()).decode("ascii")}
 
 
 def _chat_send(args: argparse.Namespace) -> int:
     try:
-        url = args.url
-        if url is None:
-            served = json.loads(serve_file_path(args.box).read_text(encoding="utf-8"))
-            url = str(served["url"])
-        token = args.token or read_token(BoxPaths(args.box.expanduser().resolve()))
         images = [_image_payload(path) for path in args.image]
+    except (ValueError, OSError) as error:
+        print(f"bbx: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        url = args.url or _served_url_or_refusal(args.box)
+        token = args.token or read_token(BoxPaths(args.box.expanduser().resolve()))
     except FileNotFoundError as error:
         print(f"bbx: no running box found ({error.filename}); start `bbx serve`", file=sys.stderr)
         return EXIT_FAILED
-    except (ValueError, KeyError, OSError) as error:
+    except (ValueError, OSError, NotABoxError) as error:
         print(f"bbx: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_FAILED
     body: dict[str, object] = {"message": args.text, "messageId": new_uuid4()}
     if images:
         body["images"] = images

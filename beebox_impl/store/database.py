@@ -187,6 +187,10 @@ def _connect(path: Path) -> sqlite3.Connection:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
         _migrate(connection)
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        # Said with its path: "file is not a database" alone names nothing.
+        raise type(error)(f"{path}: {error}") from error
     except BaseException:
         connection.close()
         raise
