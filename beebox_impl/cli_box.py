@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import fcntl
 import json
 import mimetypes
 import os
@@ -33,7 +32,6 @@ import sqlite3
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -59,6 +57,7 @@ from beebox_impl.http.server import (
     serve_box,
 )
 from beebox_impl.ids import new_uuid4
+from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.schedule import run_schedules
 from beebox_impl.store.database import create_database
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
@@ -246,22 +245,10 @@ class BoxAlreadyServed(RuntimeError):
     """Another `bbx serve` serves this box (the message says where)."""
 
 
-@contextlib.contextmanager
-def _serving(paths: BoxPaths) -> Iterator[None]:
-    """Hold the box's serve lock: one `bbx serve` a box (two would share its chat and
-    overwrite each other's serve file). The lock goes with the process, however it ends."""
-    descriptor = os.open(paths.state_dir / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BoxAlreadyServed(
-                f"{paths.root} is already served by another `bbx serve`"
-                f" ({_served_url(paths.root) or 'its address unknown'})"
-            ) from None
-        yield
-    finally:
-        os.close(descriptor)
+# The lock group a `bbx serve` holds for as long as it serves its box: one a box (two
+# would share its chat and overwrite each other's serve file). The kernel drops it
+# with the process, however that ends (`beebox_impl.review.lock`).
+SERVE_LOCK_GROUP: Final = "serve"
 
 
 def _served_url(box_root: Path) -> str | None:
@@ -284,7 +271,14 @@ def _url_served(serve_file: str) -> str | None:
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
     paths = await anyio.to_thread.run_sync(init_box, args.box)
-    with _serving(paths):
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(hold_lock_group(paths.root, SERVE_LOCK_GROUP, "bbx serve"))
+        except LockHeldError as error:
+            raise BoxAlreadyServed(
+                f"{paths.root} is already served by another `bbx serve`"
+                f" ({_served_url(paths.root) or 'its address unknown'}; {error})"
+            ) from None
         await _serve_box_until_signalled(args)
 
 
