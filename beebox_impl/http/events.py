@@ -75,6 +75,11 @@ def stream_events(exchange: Exchange) -> None:
             if batch is not None:
                 exchange.write(b"".join(encode_event(event) for event in batch))
                 last_write = time.monotonic()
+            elif exchange.peer_closed():
+                # Gone: its thread and its connection slot are given back now, not
+                # at the next write (a heartbeat away), or a burst of reloads would
+                # fill the server's connections.
+                return
             elif time.monotonic() - last_write >= exchange.sse_heartbeat_seconds:
                 exchange.write(b": heartbeat\n\n")
                 last_write = time.monotonic()

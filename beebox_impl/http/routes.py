@@ -112,8 +112,10 @@ class Exchange:
 
     ``call`` runs an async function on the box's loop and returns its result
     (typed: `run`); ``call_sync`` runs a plain function there;
-    ``write`` sends raw bytes on the connection (streams only); ``stopping``
-    reads true once the server is shutting down; ``login_cookie`` is the
+    ``write`` sends raw bytes on the connection (streams only); ``peer_closed``
+    reads true once the client has closed its end (streams only: a stream's
+    client sends nothing more); ``stopping`` reads true once the server is
+    shutting down; ``login_cookie`` is the
     ``Set-Cookie`` value that logs a browser in with the given token, or None
     when the token is wrong (the transport owns the token and the cookie's name).
     """
@@ -129,6 +131,7 @@ class Exchange:
     stopping: Callable[[], bool] = field(repr=False)
     sse_heartbeat_seconds: float = 15.0
     login_cookie: Callable[[str], str | None] = field(default=lambda _token: None, repr=False)
+    peer_closed: Callable[[], bool] = field(default=lambda: False, repr=False)
 
     def run(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
         """Run ``function(*args)`` on the box's event loop and return what it returns."""

@@ -74,6 +74,7 @@ import json
 import logging
 import math
 import re
+import select
 import socket
 import sys
 import threading
@@ -359,11 +360,13 @@ class _Server(ThreadingHTTPServer):
         _log.error("a request from %s failed", client_address, exc_info=error)
 
     def close_idle_connections(self) -> None:
-        """Shutting down: close connections waiting for their next request."""
+        """Shutting down: close connections waiting for their next request, and event
+        streams (a stream blocked writing to a client that does not read would hold
+        the exit for the write timeout; closed, its write fails and the stream ends)."""
         with self._lock:
             handlers = list(self.handlers)
         for handler in handlers:
-            if handler.idle:
+            if handler.idle or handler.streaming:
                 with contextlib.suppress(OSError):
                     handler.connection.shutdown(socket.SHUT_RDWR)
 
@@ -387,6 +390,7 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.idle = True
+        self.streaming = False
         self._linger = False
         # The connection failed or timed out (a write, or a read of the head): what
         # is still buffered for it is owed to no one.
@@ -447,6 +451,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.requestline = self.request_version = self.command = ""
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
                 return
+            if not line.endswith(b"\n"):
+                # The connection ended mid-line: a request cut short is not run.
+                self.close_connection = True
+                return
             head = self._read_head(limits)
             if head is None:
                 return
@@ -467,8 +475,13 @@ class _Handler(BaseHTTPRequestHandler):
             if len(line) > limits.max_line_bytes:
                 self._early_error(431, "Header line too long")
                 return None
+            if not line.endswith(b"\n"):
+                # The connection ended before the blank line that ends the head: a
+                # request cut short is not run (RFC 9112 §8), whatever it asked.
+                self.close_connection = True
+                return None
             lines.append(line)
-            if line in (b"\r\n", b"\n", b""):
+            if line in (b"\r\n", b"\n"):
                 return b"".join(lines)
             if len(lines) > limits.max_header_count:
                 self._early_error(431, "Too many headers")
@@ -720,8 +733,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         self.wfile.flush()
 
+    def _peer_closed(self) -> bool:
+        """Has the client closed its end? (Read without taking anything: a stream's
+        client sends nothing, so a readable socket that gives no byte is its end.)"""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(
+                1, socket.MSG_PEEK | socket.MSG_DONTWAIT
+            )
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+
     def _send_stream(self, reply: StreamReply) -> None:
         self.close_connection = True
+        self.streaming = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
@@ -742,6 +769,7 @@ class _Handler(BaseHTTPRequestHandler):
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
             login_cookie=app.login_cookie,
+            peer_closed=self._peer_closed,
         )
         try:
             reply.stream(exchange)

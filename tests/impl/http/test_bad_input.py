@@ -27,7 +27,7 @@ from beebox_impl.http.server import (
     serve_box,
 )
 from beebox_impl.services.send import LoopRunner, Sender, SendOutcome, SendRequest
-from tests.impl.http.support import served_box
+from tests.impl.http.support import served_box, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -544,3 +544,32 @@ async def test_an_http_1_0_client_is_never_sent_100_continue(tmp_path: Path) -> 
     # RFC 9110 §10.1.1: it cannot read an interim answer, so it gets the final one alone.
     assert answer.startswith(b"HTTP/1.1 200 "), answer
     assert b"100 Continue" not in answer
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        "POST /api/chat/reset HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n",
+        "POST /api/chat/reset HTTP/1.1\r\nAuthorization: Bearer {token}\r\nX-Half: ab",
+        "POST /api/chat/reset HTTP/1.1",
+    ],
+    ids=["before the blank line", "mid-field", "mid-request-line"],
+)
+async def test_a_request_cut_short_is_not_run(tmp_path: Path, cut: str) -> None:
+    async with served_box(tmp_path) as (box, client, _):
+        sent = await client.call("POST", "/api/chat/send", json_body={"message": "keep me"})
+        assert sent.status == 200
+        await wait_until(lambda: box.session.session_id is not None)
+        session_id = box.session.session_id
+
+        def send_cut() -> bytes:
+            with socket.create_connection((client.host, client.port), timeout=5) as sock:
+                sock.sendall(cut.replace("{token}", box.token).encode())
+                # The client's end: the head never gets its blank line.
+                sock.shutdown(socket.SHUT_WR)
+                return sock.recv(65536)
+
+        answer = await anyio.to_thread.run_sync(send_cut)
+        assert answer == b"", "no answer to a request that never arrived whole"
+        # And it was not run: a reset would have forgotten the session.
+        assert box.session.session_id == session_id

@@ -4,6 +4,7 @@ served stream's heartbeats."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
 from functools import partial
 from itertools import pairwise
@@ -105,3 +106,52 @@ async def test_a_quiet_stream_sends_heartbeat_comments_an_interval_apart(tmp_pat
     gaps = [later - earlier for (earlier, _), (later, _) in pairwise(writes)]
     # The lower bound allows for the jitter of the client's clock reading each arrival.
     assert all(HEARTBEAT_SECONDS - 0.2 <= gap <= longest_gap for gap in gaps), gaps
+
+
+async def test_streams_whose_clients_left_give_their_connections_back_before_any_write(
+    tmp_path: Path,
+) -> None:
+    """A burst of reloads must not fill the server's connections until the heartbeats."""
+    limits = HttpLimits(max_connections=8, sse_heartbeat_seconds=60)
+    async with served_box(tmp_path, limits=limits) as (_, client, _):
+
+        def reload_eight_times_then_ask() -> float:
+            for _ in range(8):
+                connection, _response = client.open_events(timeout=10)
+                connection.close()
+            # No event and no heartbeat comes to show the server they are gone.
+            started = time.monotonic()
+            while (answer := client.request("GET", "/api/chat/sessions")).status == 503:
+                assert time.monotonic() - started < 10, "the connections were never given back"
+                time.sleep(0.05)
+            assert answer.status == 200
+            return time.monotonic() - started
+
+        waited = await anyio.to_thread.run_sync(reload_eight_times_then_ask)
+    # The streams notice between two looks for events (half a second each).
+    assert waited < 5
+
+
+async def test_a_stream_blocked_on_a_client_that_does_not_read_does_not_hold_the_exit(
+    tmp_path: Path,
+) -> None:
+    limits = HttpLimits(write_timeout=20)
+    with contextlib.ExitStack() as sockets:
+        async with served_box(tmp_path, limits=limits) as (box, client, _):
+            stalled = sockets.enter_context(socket.create_connection((client.host, client.port)))
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.sendall(
+                f"GET /api/events HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {box.token}\r\n\r\n".encode()
+            )
+            # Events far larger than the socket's buffers, which this client never reads.
+            text = "x" * 300_000
+            for number in range(30):
+                answer = await client.call(
+                    "POST", "/api/chat/send", json_body={"message": f"{number} {text}"}
+                )
+                assert answer.status == 200
+            started = time.monotonic()
+        stopped = time.monotonic() - started
+    # Not the write timeout: the stream's socket is closed under its blocked write.
+    assert stopped < 10, stopped
