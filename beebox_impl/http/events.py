@@ -42,10 +42,15 @@ class _Ended:
 
 
 def encode_event(event: BoxEvent) -> bytes:
-    """One event in the SSE wire format."""
+    """One event in the SSE wire format, made once for every stream that sends it."""
+    if event.wire:
+        return event.wire[0]
     # ASCII JSON, as the replies (`server._send_reply`): any string can be sent.
     data = json.dumps(event.data, separators=(",", ":"))
-    return f"id: {event.seq}\nevent: {event.name}\ndata: {data}\n\n".encode()
+    wire = f"id: {event.seq}\nevent: {event.name}\ndata: {data}\n\n".encode()
+    # Two streams encoding it at once both make the same bytes; the first kept is used.
+    event.wire.append(wire)
+    return event.wire[0]
 
 
 async def _next_events(

@@ -19,7 +19,7 @@ stream with a hole in it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from beebox_impl.session.chat import ChatSession
@@ -46,11 +46,17 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class BoxEvent:
-    """One event: its place in the box's order (from 1), its name and its JSON data."""
+    """One event: its place in the box's order (from 1), its name and its JSON data.
+
+    ``wire`` holds the event's encoding once a transport has made it
+    (`beebox_impl.http.events.encode_event`): every stream then sends the same bytes,
+    where each used to encode its own copy of a message (30 MB a stream for a 10 MB
+    message)."""
 
     seq: int
     name: str
     data: JsonObject
+    wire: list[bytes] = field(default_factory=list, compare=False, repr=False)
 
 
 class BoxEventHub:

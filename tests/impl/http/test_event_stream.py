@@ -155,3 +155,12 @@ async def test_a_stream_blocked_on_a_client_that_does_not_read_does_not_hold_the
         stopped = time.monotonic() - started
     # Not the write timeout: the stream's socket is closed under its blocked write.
     assert stopped < 10, stopped
+
+
+def test_an_event_is_encoded_once_for_every_stream_that_sends_it() -> None:
+    # A large message goes to every stream: one copy of its bytes, not one a stream.
+    hub = BoxEventHub()
+    event = hub.publish("message", {"text": "x" * 1_000_000})
+    first, second = encode_event(event), encode_event(event)
+    assert first is second
+    assert first.startswith(b"id: 1\nevent: message\ndata: {")
