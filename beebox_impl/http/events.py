@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import anyio
@@ -34,6 +35,10 @@ __all__ = ["encode_event", "stream_events"]
 
 # How long one wait for an event lasts before the shutdown flag is looked at again.
 _POLL_SECONDS = 0.5
+# Events up to this size that wait together leave in one write; a larger one is
+# written alone, its shared bytes (`encode_event`) never copied into a joined buffer
+# a stream.
+_JOINED_WRITE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,26 @@ async def _next_events(
     return None
 
 
+def _writes(wires: Iterable[bytes]) -> Iterator[bytes]:
+    """``wires`` as few writes: small ones joined, each large one alone and uncopied."""
+    joined: list[bytes] = []
+    size = 0
+    for wire in wires:
+        if len(wire) > _JOINED_WRITE_BYTES:
+            if joined:
+                yield b"".join(joined)
+                joined, size = [], 0
+            yield wire
+            continue
+        if size + len(wire) > _JOINED_WRITE_BYTES:
+            yield b"".join(joined)
+            joined, size = [], 0
+        joined.append(wire)
+        size += len(wire)
+    if joined:
+        yield b"".join(joined)
+
+
 def stream_events(exchange: Exchange) -> None:
     """Write the box's events to the client until one side stops (see the module doc)."""
     box = exchange.box
@@ -78,7 +103,8 @@ def stream_events(exchange: Exchange) -> None:
             if isinstance(batch, _Ended):
                 return
             if batch is not None:
-                exchange.write(b"".join(encode_event(event) for event in batch))
+                for data in _writes(encode_event(event) for event in batch):
+                    exchange.write(data)
                 last_write = time.monotonic()
             elif exchange.peer_closed():
                 # Gone: its thread and its connection slot are given back now, not

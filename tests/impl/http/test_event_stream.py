@@ -18,7 +18,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
-from beebox_impl.http.events import encode_event, stream_events
+from beebox_impl.http.events import _writes, encode_event, stream_events
 from beebox_impl.http.routes import Exchange
 from beebox_impl.http.server import HttpLimits
 from beebox_impl.services.events import BoxEvent, BoxEventHub
@@ -164,3 +164,14 @@ def test_an_event_is_encoded_once_for_every_stream_that_sends_it() -> None:
     first, second = encode_event(event), encode_event(event)
     assert first is second
     assert first.startswith(b"id: 1\nevent: message\ndata: {")
+
+
+def test_a_large_event_is_written_alone_and_uncopied_between_joined_small_ones() -> None:
+    hub = BoxEventHub()
+    small = [hub.publish("done", {}) for _ in range(3)]
+    large = hub.publish("message", {"text": "x" * 200_000})
+    after = hub.publish("done", {})
+    writes = list(_writes(encode_event(event) for event in [*small, large, after]))
+    assert writes[0] == b"".join(encode_event(event) for event in small)
+    assert writes[1] is encode_event(large), "the shared bytes, not a copy"
+    assert writes[2] == encode_event(after)
