@@ -736,11 +736,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _peer_closed(self) -> bool:
         """Has the client closed its end? (Read without taking anything: a stream's
         client sends nothing, so a readable socket that gives no byte is its end.)"""
+        # `poll`, not `select`: a process of many connections has descriptors past
+        # `select`'s 1024. Only a readable socket is read: the connection's timeout
+        # would make `recv` wait for bytes that do not come.
+        poller = select.poll()
+        poller.register(self.connection, select.POLLIN)
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            return bool(readable) and not self.connection.recv(
-                1, socket.MSG_PEEK | socket.MSG_DONTWAIT
-            )
+            if not poller.poll(0):
+                return False
+            return not self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:
