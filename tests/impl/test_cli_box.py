@@ -19,7 +19,7 @@ import pytest
 from beebox_impl.box import init_box
 from beebox_impl.cli import main as bbx
 from beebox_impl.cli_box import serve_file_path
-from tests.impl.http.test_serve_cli import read_address, start_serve, stop_serve
+from tests.impl.http.support import read_address, start_serve, stop_serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.box import Box
+from beebox_impl.cli_box import parse_serving_line, serving_line
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
@@ -172,3 +177,42 @@ class GatedEngine(HeldResultEngine):
     async def _wait_released(self, turn: int) -> None:
         while self.gated and self._released < turn:
             await self._changed.wait()
+
+
+# --- `bbx serve` as a process -------------------------------------------------------
+
+
+def start_serve(box: Path, projects: Path) -> subprocess.Popen[bytes]:
+    """`bbx serve` on ``box`` (created if missing), any free port; it prints its URL first."""
+    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def read_address(process: subprocess.Popen[bytes], box: Path) -> tuple[str, str]:
+    """The base URL and the token of the `bbx serve` ``process`` serving ``box``."""
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    assert line.startswith(serving_line(box.resolve(), "http://127.0.0.1:")), line
+    serving = parse_serving_line(line)
+    assert serving is not None
+    return serving
+
+
+def stop_serve(
+    process: subprocess.Popen[bytes], stop_signal: signal.Signals | None = signal.SIGTERM
+) -> tuple[int, str]:
+    """Send ``stop_signal`` (None: it was sent already) and wait: the exit status and stderr."""
+    assert process.stdout is not None
+    assert process.stderr is not None
+    if stop_signal is not None:
+        process.send_signal(stop_signal)
+    code = process.wait(timeout=30)
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    return code, errors

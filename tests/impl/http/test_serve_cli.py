@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -18,49 +17,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from beebox_impl.cli import main as bbx
-from beebox_impl.cli_box import parse_serving_line, serve_file_path, serving_line
+from beebox_impl.cli_box import serve_file_path
 from conformance.__main__ import main as conformance_main
-from tests.impl.http.support import PHOTO_BYTES
+from tests.impl.http.support import PHOTO_BYTES, read_address, start_serve, stop_serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 VECTORS = Path(__file__).resolve().parents[3] / "conformance" / "vectors" / "http"
-
-
-def start_serve(box: Path, projects: Path) -> subprocess.Popen[bytes]:
-    """`bbx serve` on ``box`` (created if missing), any free port; it prints its URL first."""
-    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(projects)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-
-
-def read_address(process: subprocess.Popen[bytes], box: Path) -> tuple[str, str]:
-    """The base URL and the token of the `bbx serve` ``process`` serving ``box``."""
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()
-    assert line.startswith(serving_line(box.resolve(), "http://127.0.0.1:")), line
-    serving = parse_serving_line(line)
-    assert serving is not None
-    return serving
-
-
-def stop_serve(
-    process: subprocess.Popen[bytes], stop_signal: signal.Signals | None = signal.SIGTERM
-) -> tuple[int, str]:
-    """Send ``stop_signal`` (None: it was sent already) and wait: the exit status and stderr."""
-    assert process.stdout is not None
-    assert process.stderr is not None
-    if stop_signal is not None:
-        process.send_signal(stop_signal)
-    code = process.wait(timeout=30)
-    process.stdout.close()
-    errors = process.stderr.read().decode()
-    process.stderr.close()
-    return code, errors
 
 
 def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
