@@ -309,7 +309,9 @@ class Box:
 
         ``engine`` defaults to the offline `EchoEngine`; ``clock`` to the system
         clock; ``projects_root`` (where transcripts live) to
-        ``BBX_CLAUDE_PROJECTS_DIR`` or ``~/.claude/projects``. ``create=False``
+        ``BBX_CLAUDE_PROJECTS_DIR``, else ``$CLAUDE_CONFIG_DIR/projects``, else
+        ``~/.claude/projects`` (`beebox_impl.transcript.location.projects_root`).
+        ``create=False``
         refuses a folder that is not a box yet (`NotABoxError`) instead of
         running `init_box` on it. A run the engine has not started within
         ``start_timeout`` seconds fails to start (`BoundedStartEngine`). Sends the

@@ -39,8 +39,11 @@ not know becomes ``{"type": "sdk:<ClassName>"}``, which the adapter turns into i
 visible ``unknown`` sentinel rather than dropping it silently.
 
 Transcripts: the CLI writes them under its own config folder
-(``$CLAUDE_CONFIG_DIR/projects``, by default ``~/.claude/projects``); a box that
-reads elsewhere (``BBX_CLAUDE_PROJECTS_DIR``) must point the two at one place.
+(``$CLAUDE_CONFIG_DIR/projects``, by default ``~/.claude/projects``), and the box
+reads the same place (`beebox_impl.transcript.location.projects_root`) unless
+``BBX_CLAUDE_PROJECTS_DIR`` points it elsewhere. A ``CLAUDE_CONFIG_DIR`` given to
+the engine alone (``ClaudeEngine(env=...)``) is the CLI's; the box must be told
+too (``Box.open(projects_root=...)``).
 """
 
 from __future__ import annotations
@@ -390,27 +393,32 @@ class ClaudeEngine:
     """Starts `ClaudeRun`s over ``claude-agent-sdk``; see the module docstring.
 
     ``cli_path`` names the ``claude`` binary (default: the SDK's own search — its
-    bundled CLI, then ``PATH``); ``permission_mode`` and ``setting_sources`` are
-    passed to the SDK as given; ``extra_options`` are further
-    ``ClaudeAgentOptions`` fields (``allowed_tools``, ``max_turns``, …).
+    bundled CLI, then ``PATH``); ``env`` is added to the CLI's environment on every
+    start (under a start's own ``StartOptions.env``): an API endpoint
+    (``ANTHROPIC_BASE_URL``), a key, a config folder (``CLAUDE_CONFIG_DIR``);
+    ``permission_mode`` and ``setting_sources`` are passed to the SDK as given;
+    ``extra_options`` are further ``ClaudeAgentOptions`` fields (``allowed_tools``,
+    ``max_turns``, …).
     """
 
     def __init__(
         self,
         *,
         cli_path: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
         permission_mode: str | None = None,
         setting_sources: list[str] | None = None,
         extra_options: Mapping[str, object] | None = None,
     ) -> None:
         self._cli_path = cli_path
+        self._env = dict(env or {})
         self._permission_mode = permission_mode
         self._setting_sources = setting_sources
         self._extra_options = dict(extra_options or {})
 
     def agent_options(self, options: StartOptions) -> dict[str, object]:
         """The ``ClaudeAgentOptions`` fields a start uses (without the stderr hook)."""
-        values: dict[str, object] = {"cwd": options.cwd, "env": dict(options.env)}
+        values: dict[str, object] = {"cwd": options.cwd, "env": {**self._env, **options.env}}
         if options.resume_session_id is not None:
             values["resume"] = options.resume_session_id
         elif options.system_prompt is not None:

@@ -2,8 +2,9 @@
 
 DESIGN.md §3 and `transcript-format.md` §1: the engine writes a session's
 transcript to ``<projects root>/<encoded box path>/<sessionId>.jsonl``. The
-projects root is ``~/.claude/projects`` unless ``BBX_CLAUDE_PROJECTS_DIR`` says
-otherwise (tests and hosts point it elsewhere). The encoded path is the box's
+projects root is where Claude Code itself writes: ``$CLAUDE_CONFIG_DIR/projects``
+when that is set, else ``~/.claude/projects``; ``BBX_CLAUDE_PROJECTS_DIR`` overrides
+both (tests and hosts point it elsewhere). The encoded path is the box's
 canonical absolute path (symlinks resolved, Unicode NFC) with every character
 other than an ASCII letter or digit replaced by ``-``.
 
@@ -29,6 +30,7 @@ from beebox_spec.errors import SpecRejection
 from beebox_spec.media import SAFE_ID_RE
 
 __all__ = [
+    "CLAUDE_CONFIG_DIR_ENV",
     "MAX_ENCODED_LENGTH",
     "PROJECTS_DIR_ENV",
     "InvalidSessionId",
@@ -40,6 +42,8 @@ __all__ = [
 ]
 
 PROJECTS_DIR_ENV = "BBX_CLAUDE_PROJECTS_DIR"
+# Claude Code's own config folder; it files transcripts under its `projects/`.
+CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 # transcript-format §1: longer encoded names are cut here and given a hash suffix.
 MAX_ENCODED_LENGTH = 200
 
@@ -51,10 +55,17 @@ class InvalidSessionId(SpecRejection):
 
 
 def projects_root(environ: Mapping[str, str], home: Path) -> Path:
-    """The folder holding every project's transcripts (``BBX_CLAUDE_PROJECTS_DIR`` wins)."""
+    """The folder holding every project's transcripts.
+
+    ``BBX_CLAUDE_PROJECTS_DIR`` when set; else the ``projects`` folder of Claude
+    Code's ``CLAUDE_CONFIG_DIR`` when that is set; else ``~/.claude/projects``.
+    """
     configured = environ.get(PROJECTS_DIR_ENV, "")
     if configured:
         return Path(configured).expanduser()
+    config = environ.get(CLAUDE_CONFIG_DIR_ENV, "")
+    if config:
+        return Path(config).expanduser() / "projects"
     return home / ".claude" / "projects"
 
 

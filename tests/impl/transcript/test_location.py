@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from beebox_impl.transcript.location import (
+    CLAUDE_CONFIG_DIR_ENV,
     MAX_ENCODED_LENGTH,
     PROJECTS_DIR_ENV,
     InvalidSessionId,
@@ -21,6 +22,16 @@ def test_projects_root_defaults_to_the_home_claude_folder(tmp_path: Path) -> Non
     assert projects_root({}, tmp_path) == tmp_path / ".claude" / "projects"
     assert projects_root({PROJECTS_DIR_ENV: ""}, tmp_path) == tmp_path / ".claude" / "projects"
     assert projects_root({PROJECTS_DIR_ENV: "/srv/projects"}, tmp_path) == Path("/srv/projects")
+
+
+def test_projects_root_is_where_claude_code_writes_under_its_config_folder(tmp_path: Path) -> None:
+    # Claude Code files transcripts under $CLAUDE_CONFIG_DIR/projects when that is set.
+    config = {CLAUDE_CONFIG_DIR_ENV: "/srv/claude"}
+    assert projects_root(config, tmp_path) == Path("/srv/claude/projects")
+    assert projects_root({CLAUDE_CONFIG_DIR_ENV: ""}, tmp_path) == tmp_path / ".claude" / "projects"
+    # The box's own setting still wins.
+    both = {**config, PROJECTS_DIR_ENV: "/srv/projects"}
+    assert projects_root(both, tmp_path) == Path("/srv/projects")
 
 
 def test_every_character_but_ascii_letters_and_digits_becomes_a_dash(tmp_path: Path) -> None:
