@@ -16,14 +16,24 @@ A run (`ClaudeRun`) is one ``ClaudeSDKClient``:
   box's encoded path), ``resume=`` the session id to continue, ``model``, the
   system prompt for new sessions only (the original's rule), ``env`` added to the
   CLI's environment. The client connects with no prompt: streaming input, so the
-  CLI sends ``system/init`` when the first turn arrives. Any failure to connect —
+  CLI sends ``system/init`` when the first turn arrives. A session to resume whose
+  transcript the CLI never wrote (it was killed within a second or so of its
+  first turn, before it flushed the file) cannot be resumed — the CLI refuses
+  with "No conversation found" — so a new session is started instead; its
+  ``system/init`` announces the new id, which the chat session takes as the SDK
+  assigning one. Any failure to connect —
   the SDK not installed, the CLI binary missing, the CLI exiting — is an
   `EngineStartError` whose message says what to fix.
 - **send**: one stream-json ``user`` message (text or content blocks, images
   included) per turn.
 - **interrupt**: the SDK's interrupt control request.
-- **close**: disconnects (the SDK ends the CLI process); the message stream ends at
-  once — nothing is relayed after ``close()`` is called.
+- **close**: interrupts a turn in flight first (at most `INTERRUPT_ON_CLOSE_S`),
+  then disconnects (the SDK closes the CLI's input and waits for it to exit); the
+  message stream ends at once — nothing is relayed after ``close()`` is called.
+  The interrupt is why a stop mid-stream is quick: a CLI whose input ends while
+  it streams a reply finishes the reply first, and the SDK gives it 5 s before it
+  terminates it. The transcript then records the turn as interrupted, as it does
+  for a person's interrupt.
 - **messages**: a plain async iterator over the SDK's messages, converted (not a
   generator of ours: a pump that stops reading leaves nothing to finalize). If
   the CLI dies (a crash, or the non-zero exit that follows an error result) the
@@ -51,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -62,6 +73,12 @@ from anyio.lowlevel import checkpoint
 
 from beebox_impl.engine.mailbox import PullIterator
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
+from beebox_impl.transcript.location import (
+    InvalidSessionId,
+    claude_projects_root,
+    project_dir,
+    transcript_in,
+)
 from beebox_spec.entries import JsonObject, JsonValue
 
 __all__ = [
@@ -79,6 +96,9 @@ SDK_MODULE = "claude_agent_sdk"
 INSTALL_HINT = "pip install 'beebox[claude]'"
 # How many of the CLI's last stderr lines a start failure quotes.
 _STDERR_TAIL = 20
+# How long a close waits for the CLI to end a turn in flight before it disconnects
+# anyway (the SDK then waits 5 s for the process to exit, and terminates it).
+INTERRUPT_ON_CLOSE_S = 3.0
 
 
 def load_sdk() -> ModuleType:
@@ -278,6 +298,8 @@ class ClaudeRun:
         # The SDK's own message generator, and whether a read is waiting on it.
         self._sdk_stream: Any = None
         self._pulling = False
+        # Turns sent whose result has not arrived: a close interrupts them first.
+        self._turns_in_flight = 0
         self.error: Exception | None = None
 
     @property
@@ -309,16 +331,18 @@ class ClaudeRun:
         try:
             message = await self._sdk_stream.__anext__()
         except StopAsyncIteration:
-            self._closed = True
+            self._pulling = False
+            await self._went_away()
             raise
         except Exception as error:
             # The CLI died (or exited non-zero after an error result): the run is
             # over, and a dead run's stream ends. Kept and logged, not raised into
             # the session's pump.
-            self._closed = True
+            self._pulling = False
             if not self._close_requested:
                 self.error = error
                 logger.warning("Claude Code run ended with an error: %s", error)
+            await self._went_away()
             raise StopAsyncIteration from error
         finally:
             self._pulling = False
@@ -327,7 +351,42 @@ class ClaudeRun:
             raise StopAsyncIteration
         raw = raw_message_from_sdk(message, session_id=self._session_id, sdk=self._sdk)
         self._note_session_id(raw)
+        if raw.get("type") == "result":
+            self._turns_in_flight = max(0, self._turns_in_flight - 1)
         return raw
+
+    async def _went_away(self) -> None:
+        # The stream ended without a close: the CLI exited or died. What the SDK holds
+        # for it (the process, its pipes, the message stream) is let go of here, as a
+        # close would; nobody closes a dead run.
+        self._closed = True
+        if self._close_requested:
+            return
+        self._close_requested = True
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._end_if_alive()
+                await self._client.disconnect()
+            except Exception as error:
+                logger.debug("letting go of a dead Claude Code run failed: %s", error)
+
+    async def _end_if_alive(self) -> None:
+        # A CLI whose output broke (not JSON) may live on: the SDK's disconnect would
+        # give it 5 s to exit on its own, and the session learns of the end only
+        # after. Its process is the SDK's (no public handle): this looks for it where
+        # this SDK keeps it, and does nothing when it is not there.
+        transport = getattr(self._client, "_transport", None)
+        process = getattr(transport, "_process", None)
+        if process is None or getattr(process, "returncode", 0) is not None:
+            return
+        logger.warning("Claude Code's output broke while it still ran: killing it")
+        process.kill()
+        # Read to its end: a pipe left unread keeps the process's transport open.
+        stdout = getattr(process, "stdout", None)
+        if stdout is not None:
+            with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
+                async for _ in stdout:
+                    pass
 
     async def _drain_sdk_stream(self) -> None:
         try:
@@ -360,6 +419,7 @@ class ClaudeRun:
             "message": {"role": "user", "content": wire_content},
             "parent_tool_use_id": None,
         }
+        self._turns_in_flight += 1
         await self._client.query(_single(message))
 
     async def interrupt(self) -> None:
@@ -376,6 +436,10 @@ class ClaudeRun:
             return
         self._close_requested = True
         try:
+            if self._turns_in_flight and not self._closed:
+                # Ended by the CLI itself at once, not after the SDK's 5 s wait.
+                with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
+                    await self._client.interrupt()
             await self._client.disconnect()
             # A read in progress ends on its own now. An idle SDK generator is run
             # to its end here (disconnect closed what it reads): closing it instead
@@ -435,9 +499,37 @@ class ClaudeEngine:
         values.update(self._extra_options)
         return values
 
+    def cli_transcript(self, options: StartOptions, session_id: str) -> Path | None:
+        """Where the CLI started with ``options`` keeps ``session_id``'s transcript (None
+        for an id that names no file); blocking (a long box path is looked up)."""
+        environ = {**os.environ, **self._env, **options.env}
+        home = Path(environ["HOME"]).expanduser() if environ.get("HOME") else Path.home()
+        try:
+            return transcript_in(
+                project_dir(options.cwd, claude_projects_root(environ, home)), session_id
+            )
+        except InvalidSessionId:
+            return None
+
+    async def _resumable(self, options: StartOptions) -> StartOptions:
+        # The CLI can resume only a session whose transcript it wrote (see the module doc).
+        session_id = options.resume_session_id
+        if session_id is None:
+            return options
+        path = await anyio.to_thread.run_sync(self.cli_transcript, options, session_id)
+        if path is not None and await anyio.to_thread.run_sync(path.is_file):
+            return options
+        logger.warning(
+            "Claude Code has no transcript of session %s (%s): starting a new session",
+            session_id,
+            path,
+        )
+        return dataclasses.replace(options, resume_session_id=None)
+
     async def start(self, options: StartOptions) -> ClaudeRun:
         """Connect a new client, or raise `EngineStartError` saying what went wrong."""
         sdk: Any = load_sdk()
+        options = await self._resumable(options)
         stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
 
         def on_stderr(line: str) -> None:

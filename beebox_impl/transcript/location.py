@@ -34,6 +34,7 @@ __all__ = [
     "MAX_ENCODED_LENGTH",
     "PROJECTS_DIR_ENV",
     "InvalidSessionId",
+    "claude_projects_root",
     "encode_project_dir",
     "project_dir",
     "projects_root",
@@ -63,6 +64,12 @@ def projects_root(environ: Mapping[str, str], home: Path) -> Path:
     configured = environ.get(PROJECTS_DIR_ENV, "")
     if configured:
         return Path(configured).expanduser()
+    return claude_projects_root(environ, home)
+
+
+def claude_projects_root(environ: Mapping[str, str], home: Path) -> Path:
+    """Where Claude Code run with ``environ`` and ``home`` writes its transcripts:
+    ``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
     config = environ.get(CLAUDE_CONFIG_DIR_ENV, "")
     if config:
         return Path(config).expanduser() / "projects"

@@ -36,6 +36,7 @@ import base64
 import itertools
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -239,8 +240,7 @@ class MessagesApiDouble:
         self._requests: list[Recorded] = []
         self.unscripted = 0
         self._message_ids = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="messages-api-double", daemon=True
         )
@@ -490,6 +490,16 @@ class MessagesApiDouble:
             },
         )
         yield "message_stop", {"type": "message_stop"}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A CLI killed, stopped or interrupted leaves its connection mid-request: expected.
+        error = sys.exc_info()[1]
+        if not isinstance(error, (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 def _block_start(index: int, block: dict[str, Any]) -> tuple[str, dict[str, Any]]:

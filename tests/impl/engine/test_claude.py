@@ -1,14 +1,15 @@
 """The Claude engine: start options, start failures, and a run over a stand-in CLI.
 
 No network and no model here: the SDK is pointed (``cli_path``) at `fake_claude`, a
-small program that speaks the CLI's stream-json protocol. Tests that need the SDK
-skip when the ``claude`` extra is not installed; the rest run everywhere.
+small program that speaks the CLI's stream-json protocol, so these pin what the
+engine asks of any CLI (its arguments, resume, interrupt, close). The real CLI runs
+through the box in `tests/agent/`. The ``claude`` extra is installed wherever the
+tests run (nox's ``tests`` session): nothing here skips without it.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import stat
 import sys
@@ -20,18 +21,15 @@ import pytest
 
 from beebox_impl.engine import ClaudeEngine, ClaudeRun, EngineStartError, StartOptions
 from beebox_impl.engine.claude import INSTALL_HINT
+from beebox_impl.transcript.location import encode_project_dir
 from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import adapt_sdk_message
 
 FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
-needs_sdk = pytest.mark.skipif(
-    importlib.util.find_spec("claude_agent_sdk") is None,
-    reason="the claude extra (claude-agent-sdk) is not installed",
-)
 
 
 # ---------------------------------------------------------------------------
-# Everywhere: options and the missing SDK
+# Options, and an SDK that cannot be imported
 # ---------------------------------------------------------------------------
 
 
@@ -74,7 +72,7 @@ async def test_without_the_sdk_a_start_says_how_to_install_it(
 
 
 # ---------------------------------------------------------------------------
-# With the SDK: a stand-in CLI
+# A stand-in CLI
 # ---------------------------------------------------------------------------
 
 
@@ -106,7 +104,6 @@ async def read_turn(stream: AsyncIterator[JsonObject]) -> list[JsonObject]:
     return received
 
 
-@needs_sdk
 @pytest.mark.anyio
 async def test_a_missing_cli_is_a_clear_start_error(tmp_path: Path) -> None:
     engine = ClaudeEngine(cli_path=tmp_path / "no-such-claude")
@@ -114,7 +111,6 @@ async def test_a_missing_cli_is_a_clear_start_error(tmp_path: Path) -> None:
         await engine.start(StartOptions(cwd=tmp_path))
 
 
-@needs_sdk
 @pytest.mark.anyio
 async def test_a_cli_that_exits_at_once_is_a_start_error(fake_cli: Path, box: Path) -> None:
     engine = ClaudeEngine(cli_path=fake_cli)
@@ -122,14 +118,13 @@ async def test_a_cli_that_exits_at_once_is_a_start_error(fake_cli: Path, box: Pa
         await engine.start(StartOptions(cwd=box, env={"FAKE_CLAUDE_EXIT": "3"}))
 
 
-@needs_sdk
 @pytest.mark.anyio
 async def test_a_run_streams_turns_and_resumes_by_session_id(
     fake_cli: Path, box: Path, tmp_path: Path
 ) -> None:
     log = tmp_path / "starts.jsonl"
     env = {"FAKE_CLAUDE_LOG": str(log)}
-    engine = ClaudeEngine(cli_path=fake_cli)
+    engine = ClaudeEngine(cli_path=fake_cli, env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")})
     with anyio.fail_after(30):
         run = await engine.start(
             StartOptions(cwd=box, system_prompt="be brief", model="opus", env=env)
@@ -184,10 +179,15 @@ async def test_a_run_streams_turns_and_resumes_by_session_id(
         await run.send("late")
     await run.close()
 
+    # The CLI resumes only a session it wrote a transcript of (the stand-in writes none).
+    resume = StartOptions(cwd=box, resume_session_id=session, system_prompt="be brief", env=env)
+    transcript = engine.cli_transcript(resume, session)
+    project = tmp_path / "config" / "projects" / encode_project_dir(box)
+    assert transcript == project / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("{}\n")
     with anyio.fail_after(30):
-        resumed = await engine.start(
-            StartOptions(cwd=box, resume_session_id=session, system_prompt="be brief", env=env)
-        )
+        resumed = await engine.start(resume)
     stream = resumed.messages()
     await resumed.send("again")
     init, _, _ = await read_turn(stream)
@@ -208,7 +208,6 @@ async def test_a_run_streams_turns_and_resumes_by_session_id(
     assert "be brief" not in second_args
 
 
-@needs_sdk
 @pytest.mark.anyio
 async def test_an_interrupt_ends_the_turn_in_flight(fake_cli: Path, box: Path) -> None:
     engine = ClaudeEngine(cli_path=fake_cli)
@@ -235,7 +234,6 @@ async def test_an_interrupt_ends_the_turn_in_flight(fake_cli: Path, box: Path) -
     await run.interrupt()  # a closed run: nothing to do
 
 
-@needs_sdk
 @pytest.mark.anyio
 async def test_closing_while_the_pump_waits_ends_its_stream(fake_cli: Path, box: Path) -> None:
     engine = ClaudeEngine(cli_path=fake_cli)
@@ -259,3 +257,33 @@ async def test_closing_while_the_pump_waits_ends_its_stream(fake_cli: Path, box:
     assert [message["subtype"] for message in received] == ["init"]
     assert run.closed
     assert run.error is None
+
+
+@pytest.mark.anyio
+async def test_a_session_the_cli_never_wrote_is_started_anew(
+    fake_cli: Path, box: Path, tmp_path: Path
+) -> None:
+    # A CLI killed before it flushed its first transcript leaves an id with no file:
+    # resuming it fails every time ("No conversation found"), so a new session starts.
+    log = tmp_path / "starts.jsonl"
+    engine = ClaudeEngine(cli_path=fake_cli, env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")})
+    with anyio.fail_after(30):
+        run = await engine.start(
+            StartOptions(
+                cwd=box,
+                resume_session_id="never-written",
+                system_prompt="be brief",
+                env={"FAKE_CLAUDE_LOG": str(log)},
+            )
+        )
+    stream = run.messages()
+    await run.send("hello")
+    init, _, _ = await read_turn(stream)
+    assert init["session_id"] != "never-written"
+    await run.close()
+    (start,) = starts_logged(log)
+    args = start["args"]
+    assert isinstance(args, list)
+    assert not any(str(arg).startswith("--resume") for arg in args)
+    # A new session: it gets the system prompt.
+    assert args[args.index("--system-prompt") + 1] == "be brief"
