@@ -21,7 +21,8 @@ session acts on:
 - `assistant` → `AssistantMessage` (`stop_reason` left out when null);
 - `user` → `UserMessage` (`content` is `[]` unless the SDK gave a block list);
 - `stream_event` → `StreamEventMessage`;
-- `result` → `ResultMessage` (`result`, the final text, only for subtype `success`);
+- `result` → `ResultMessage` (`result`, the final text, only for subtype `success`;
+  `errors`, the CLI's words for a turn a limit ended, when it gave any);
 - a type in `DROPPED_SDK_TYPES` → `None` (known, and deliberately ignored);
 - anything else → the sentinel `UnknownMessage` (`raw`: the message itself).
 
@@ -37,6 +38,19 @@ The transport frames of the CLI's pipes (`control_request`,
 `control_response`, `control_cancel_request`, `keep_alive`,
 `transcript_mirror`) are not SDK messages: the engine answers or drops them
 before anything is adapted.
+
+(Ours) **A failed turn** (`turn_error`). The CLI reports an API call it gave up on
+(401, 529 after its retries, a stream it could not use) as a message of its own
+making — an `assistant` message with an ``error`` field and its words as text —
+followed by a ``success`` result with ``is_error: true`` whose ``result`` repeats
+those words; a turn a limit ended (``error_max_turns``, a budget) as a result of
+that subtype with ``is_error`` and its ``errors``. So a turn failed when its
+result has ``is_error: true``, unless its subtype is ``error_during_execution``:
+that is how a turn ends when it is interrupted — a stop, a restart, a person's
+interrupt — which is not a failure to report. Its words are the result's text,
+else its ``errors`` joined with ``"; "``, else its subtype. (Observed on Claude
+Code 2.1.332; the original has no such rule: a failed turn showed its words
+while it streamed, and then nothing.)
 
 `message_kind` shows the union handled exhaustively: it ends in
 `typing.assert_never`, so a new member is a type error until every such
@@ -55,6 +69,7 @@ from beebox_spec.javascript import js_trim
 
 __all__ = [
     "DROPPED_SDK_TYPES",
+    "INTERRUPTED_SUBTYPE",
     "TASK_STATUSES",
     "TASK_SUBTYPES",
     "AdaptedMessage",
@@ -78,6 +93,7 @@ __all__ = [
     "assistant_text",
     "extract_chat_responses",
     "message_kind",
+    "turn_error",
 ]
 
 # ---------------------------------------------------------------------------
@@ -218,6 +234,7 @@ class ResultMessage(TypedDict):
     num_turns: int
     total_cost_usd: float
     result: NotRequired[str]
+    errors: NotRequired[list[str]]
 
 
 class UnknownMessage(TypedDict):
@@ -531,6 +548,10 @@ def _adapt_result(raw: JsonObject) -> ResultMessage | UnknownMessage:
     # Only a success carries the final text.
     if subtype == "success" and result_text is not None:
         adapted["result"] = result_text
+    errors = raw.get("errors")
+    # The CLI's words for a failed turn ride along when they are a list of strings.
+    if isinstance(errors, list) and errors and all(isinstance(e, str) for e in errors):
+        adapted["errors"] = [e for e in errors if isinstance(e, str)]
     return adapted
 
 
@@ -555,6 +576,27 @@ def assistant_text(message: AdaptedMessage) -> str:
 def accumulate_assistant_text(prior: str, message: AdaptedMessage) -> str:
     """The turn's text so far with this message's assistant text appended (§3.6)."""
     return prior + assistant_text(message)
+
+
+# How an interrupted turn ends (a stop, a restart or a person's interrupt): not a failure.
+INTERRUPTED_SUBTYPE = "error_during_execution"
+
+
+def turn_error(message: AdaptedMessage) -> str | None:
+    """The words of a failed turn's result (see the module doc); None for any other message."""
+    # Only a turn's result says how the turn ended.
+    if message["type"] != "result":
+        return None
+    # A result that is not an error, or an interrupt's, reports no failure.
+    if not message["is_error"] or message["subtype"] == INTERRUPTED_SUBTYPE:
+        return None
+    text = message.get("result", "")
+    if text:
+        return text
+    errors = message.get("errors", [])
+    if errors:
+        return "; ".join(errors)
+    return message["subtype"]
 
 
 def message_kind(message: AdaptedMessage) -> str:

@@ -63,7 +63,8 @@ import importlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -86,6 +87,7 @@ __all__ = [
     "SDK_MODULE",
     "ClaudeEngine",
     "ClaudeRun",
+    "ClosingRuns",
     "load_sdk",
     "raw_message_from_sdk",
 ]
@@ -280,17 +282,72 @@ def raw_message_from_sdk(
 # ---------------------------------------------------------------------------
 
 
+def _cli_problem(cli: Path) -> str | None:
+    """What keeps ``cli`` from running, in words; None when it looks runnable."""
+    if not cli.exists():
+        return "does not exist"
+    if not cli.is_file():
+        return "is not a file"
+    if not os.access(cli, os.X_OK):
+        return "is not executable (chmod +x it)"
+    return None
+
+
 async def _single(message: JsonObject) -> AsyncIterator[JsonObject]:
     """One stream-json input message, as the async iterable the SDK's `query` takes."""
     yield message
 
 
+class ClosingRuns:
+    """An engine's runs whose CLI is exiting, by session id: a resume waits for them.
+
+    A session's next run may start the moment its last one's stream ends, while
+    that CLI is still exiting — flushing its transcript (a new session's first
+    turn may not be on disk yet) and still able to append to it. The next CLI
+    resuming that session starts only once the last one has exited: one writer a
+    transcript, and a transcript that is there to resume.
+    """
+
+    def __init__(self) -> None:
+        self._exiting: dict[str, list[anyio.Event]] = {}
+
+    @contextmanager
+    def exiting(self, session_id: str | None) -> Iterator[None]:
+        """While the CLI of ``session_id`` exits (nothing to note for None)."""
+        if session_id is None:
+            yield
+            return
+        done = anyio.Event()
+        self._exiting.setdefault(session_id, []).append(done)
+        try:
+            yield
+        finally:
+            done.set()
+            waiting = self._exiting[session_id]
+            waiting.remove(done)
+            if not waiting:
+                del self._exiting[session_id]
+
+    async def wait(self, session_id: str) -> None:
+        """Until no CLI of ``session_id`` is exiting (a checkpoint either way)."""
+        for done in list(self._exiting.get(session_id, ())):
+            await done.wait()
+        await checkpoint()
+
+
 class ClaudeRun:
     """One Claude Code conversation (a connected ``ClaudeSDKClient``)."""
 
-    def __init__(self, client: Any, sdk: Any, session_id: str | None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        sdk: Any,
+        session_id: str | None,
+        closing: ClosingRuns | None = None,
+    ) -> None:
         self._client = client
         self._sdk = sdk
+        self._closing_runs = closing if closing is not None else ClosingRuns()
         self._session_id = session_id
         self._closed = False
         self._close_requested = False
@@ -298,8 +355,10 @@ class ClaudeRun:
         # The SDK's own message generator, and whether a read is waiting on it.
         self._sdk_stream: Any = None
         self._pulling = False
-        # Turns sent whose result has not arrived: a close interrupts them first.
+        # Turns sent whose result has not arrived: a close interrupts them first, and
+        # waits for their result (`_turn_over`) before it disconnects.
         self._turns_in_flight = 0
+        self._turn_over: anyio.Event | None = None
         self.error: Exception | None = None
 
     @property
@@ -320,11 +379,24 @@ class ClaudeRun:
         return PullIterator(self._next_message)
 
     async def _next_message(self) -> JsonObject:
-        # After close() nothing more is relayed, buffered or not.
-        if self._close_requested or self._closed:
-            self._closed = True
-            await checkpoint()
-            raise StopAsyncIteration
+        while True:
+            # After close() nothing more is relayed, buffered or not; a close that
+            # interrupted a turn has the CLI's messages read (and dropped) up to that
+            # turn's result, so the CLI has nothing more to say when it is let go.
+            if self._closed or (self._close_requested and not self._interrupt_unsettled()):
+                self._closed = True
+                await checkpoint()
+                raise StopAsyncIteration
+            raw = await self._pull()
+            if not self._closing():
+                return raw
+
+    def _interrupt_unsettled(self) -> bool:
+        # A close interrupted a turn whose result has not been read yet.
+        return self._turn_over is not None and not self._turn_over.is_set()
+
+    async def _pull(self) -> JsonObject:
+        # The SDK's next message, converted; its end (or failure) ends the run's stream.
         if self._sdk_stream is None:
             self._sdk_stream = self._client.receive_messages()
         self._pulling = True
@@ -346,13 +418,12 @@ class ClaudeRun:
             raise StopAsyncIteration from error
         finally:
             self._pulling = False
-        if self._closing():
-            self._closed = True
-            raise StopAsyncIteration
         raw = raw_message_from_sdk(message, session_id=self._session_id, sdk=self._sdk)
         self._note_session_id(raw)
         if raw.get("type") == "result":
             self._turns_in_flight = max(0, self._turns_in_flight - 1)
+            if self._turn_over is not None and not self._turns_in_flight:
+                self._turn_over.set()
         return raw
 
     async def _went_away(self) -> None:
@@ -363,12 +434,31 @@ class ClaudeRun:
         if self._close_requested:
             return
         self._close_requested = True
-        with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True), self._closing_runs.exiting(self._session_id):
             try:
                 await self._end_if_alive()
                 await self._client.disconnect()
             except Exception as error:
                 logger.debug("letting go of a dead Claude Code run failed: %s", error)
+
+    async def _interrupt_before_close(self) -> None:
+        # The turn in flight is ended by the CLI itself, at once, where a CLI whose
+        # input ends mid-reply finishes the reply first (and the SDK waits 5 s for
+        # it). Its result is read before the disconnect: the SDK's reader, stopped
+        # with messages still coming, leaves its line reader to the garbage
+        # collector (a ResourceWarning on trio, claude-agent-sdk 0.2.189).
+        self._turn_over = turn_over = anyio.Event()
+        with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
+            await self._client.interrupt()
+            if self._consumed:
+                # The stream's reader (the session's pump) reads on to the result.
+                await turn_over.wait()
+                return
+            while not turn_over.is_set():
+                try:
+                    await self._pull()
+                except StopAsyncIteration:
+                    return
 
     async def _end_if_alive(self) -> None:
         # A CLI whose output broke (not JSON) may live on: the SDK's disconnect would
@@ -435,22 +525,21 @@ class ClaudeRun:
             await checkpoint()
             return
         self._close_requested = True
-        try:
-            if self._turns_in_flight and not self._closed:
-                # Ended by the CLI itself at once, not after the SDK's 5 s wait.
-                with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
-                    await self._client.interrupt()
-            await self._client.disconnect()
-            # A read in progress ends on its own now. An idle SDK generator is run
-            # to its end here (disconnect closed what it reads): closing it instead
-            # would leave the SDK's inner generator to the garbage collector.
-            if self._sdk_stream is not None and not self._pulling:
-                await self._drain_sdk_stream()
-        except Exception as error:
-            # Closing must not fail the caller: the process is gone either way.
-            logger.warning("disconnecting from Claude Code failed: %s", error)
-        finally:
-            self._closed = True
+        with self._closing_runs.exiting(self._session_id):
+            try:
+                if self._turns_in_flight and not self._closed:
+                    await self._interrupt_before_close()
+                await self._client.disconnect()
+                # A read in progress ends on its own now. An idle SDK generator is
+                # run to its end here (disconnect closed what it reads): closing it
+                # instead would leave the SDK's inner generator to the collector.
+                if self._sdk_stream is not None and not self._pulling:
+                    await self._drain_sdk_stream()
+            except Exception as error:
+                # Closing must not fail the caller: the process is gone either way.
+                logger.warning("disconnecting from Claude Code failed: %s", error)
+            finally:
+                self._closed = True
 
 
 class ClaudeEngine:
@@ -479,6 +568,7 @@ class ClaudeEngine:
         self._permission_mode = permission_mode
         self._setting_sources = setting_sources
         self._extra_options = dict(extra_options or {})
+        self._closing_runs = ClosingRuns()
 
     def agent_options(self, options: StartOptions) -> dict[str, object]:
         """The ``ClaudeAgentOptions`` fields a start uses (without the stderr hook)."""
@@ -516,6 +606,8 @@ class ClaudeEngine:
         session_id = options.resume_session_id
         if session_id is None:
             return options
+        # The last CLI of this session has exited (and written what it had) first.
+        await self._closing_runs.wait(session_id)
         path = await anyio.to_thread.run_sync(self.cli_transcript, options, session_id)
         if path is not None and await anyio.to_thread.run_sync(path.is_file):
             return options
@@ -529,6 +621,15 @@ class ClaudeEngine:
     async def start(self, options: StartOptions) -> ClaudeRun:
         """Connect a new client, or raise `EngineStartError` saying what went wrong."""
         sdk: Any = load_sdk()
+        if self._cli_path is not None:
+            cli = Path(self._cli_path)
+            problem = await anyio.to_thread.run_sync(_cli_problem, cli)
+            if problem is not None:
+                raise EngineStartError(
+                    f"the Claude Code CLI at {cli} {problem}: give ClaudeEngine(cli_path=...) "
+                    f"a claude binary that runs, or leave it out to use the one {INSTALL_HINT} "
+                    "bundles"
+                )
         options = await self._resumable(options)
         stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
 
@@ -551,4 +652,4 @@ class ClaudeEngine:
             # not answer the handshake, the folder is missing) is a failed start.
             detail = f"; stderr: {' | '.join(stderr_tail)}" if stderr_tail else ""
             raise EngineStartError(f"Claude Code did not start: {error}{detail}") from error
-        return ClaudeRun(client, sdk, options.resume_session_id)
+        return ClaudeRun(client, sdk, options.resume_session_id, self._closing_runs)

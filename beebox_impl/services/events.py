@@ -9,7 +9,10 @@ listener sees the same events in the same order:
 - **turn events** — the whole-box chat's session events
   (`beebox_impl.session.events`), relayed by `relay_chat_events`: ``session-id``,
   ``message`` (an adapted SDK message), ``task``, ``done``, ``turn-text``,
-  ``close``, ``start-failed``.
+  ``close``, ``start-failed``; and ``turn-error`` beside the ``message`` of a
+  failed turn's result (`beebox_spec.sdk_messages.turn_error`: the CLI's words
+  for an API call it gave up on, or a limit that ended the turn), so a client
+  need not read result messages to tell a person their turn failed.
 
 Delivery is `EventFanout`'s: publishing never waits, and a listener that falls
 more than its buffer behind is cut off (its stream ends) rather than shown a
@@ -38,8 +41,16 @@ from beebox_impl.session.events import (
     follow_events,
 )
 from beebox_spec.entries import JsonObject
+from beebox_spec.sdk_messages import AdaptedMessage, turn_error
 
-__all__ = ["BoxEvent", "BoxEventHub", "chat_event_data", "relay_chat_events"]
+__all__ = [
+    "TURN_ERROR",
+    "BoxEvent",
+    "BoxEventHub",
+    "chat_event_data",
+    "relay_chat_events",
+    "turn_error_data",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -100,6 +111,16 @@ def chat_event_data(event: ChatEvent) -> JsonObject:
             return {"reason": reason, "failedText": failed_text}
 
 
+# The event beside a failed turn's result.
+TURN_ERROR = "turn-error"
+
+
+def turn_error_data(message: AdaptedMessage, error: str) -> JsonObject:
+    """``turn-error``'s data: the CLI's words and the result's subtype."""
+    subtype = message["subtype"] if message["type"] == "result" else message["type"]
+    return {"error": error, "subtype": subtype}
+
+
 async def relay_chat_events(
     session: ChatSession, hub: BoxEventHub, events: EventSubscription[ChatEvent]
 ) -> None:
@@ -112,6 +133,10 @@ async def relay_chat_events(
 
     async def relay(event: ChatEvent) -> None:
         hub.publish(event.name, chat_event_data(event))
+        if isinstance(event, Message):
+            error = turn_error(event.message)
+            if error is not None:
+                hub.publish(TURN_ERROR, turn_error_data(event.message, error))
 
     def say_lost() -> None:
         _log.warning("the event relay fell behind; some turn events were lost")

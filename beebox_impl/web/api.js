@@ -76,6 +76,7 @@ const EVENT_NAMES = [
   "turn-text",
   "close",
   "start-failed",
+  "turn-error",
   "events-lost",
 ];
 

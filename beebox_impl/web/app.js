@@ -333,6 +333,10 @@ function onEvent(name, data) {
       showNotice(`The chat could not start: ${data.reason ?? "unknown reason"}`);
       refresh();
       return;
+    case "turn-error":
+      // The agent's own words for a turn it could not finish (an API error, a limit).
+      showNotice(`The agent could not answer: ${data.error ?? "unknown error"}`);
+      return;
     default:
       // chat-user-message, done, close, task, events-lost: the state has moved on.
       refresh();

@@ -17,7 +17,8 @@ Scripting. Each ``POST /v1/messages`` takes the next answer a test queued with
   ``threading.Event`` is set (`Text.hold`), so a turn can be stopped mid-stream.
 - `Fail` — an error status with the API's error body (429 with ``retry-after``,
   500, 529 overloaded, 401, …).
-- `Drop` — the stream starts, sends part of a text, and the connection is cut.
+- `Drop` — the stream starts, sends part of a text, and the connection is cut (a
+  request that is not streamed gets the start of its body, then the cut).
 
 A request with nothing scripted is answered by the double's ``fallback`` answer
 (by default a short text) and counted in `MessagesApiDouble.unscripted`, so a
@@ -347,10 +348,12 @@ class MessagesApiDouble:
                 streaming = isinstance(body, dict) and body.get("stream") is True
                 if isinstance(answer, Fail):
                     self._fail(answer)
-                elif not streaming:
-                    self._json(HTTPStatus.OK, double._whole_message(answer, str(model)))
-                else:
+                elif streaming:
                     self._stream(answer, str(model))
+                elif isinstance(answer, Drop):
+                    self._cut_short()
+                else:
+                    self._json(HTTPStatus.OK, double._whole_message(answer, str(model)))
 
             def _headers(self) -> dict[str, str]:
                 return {name.lower(): value for name, value in self.headers.items()}
@@ -374,6 +377,17 @@ class MessagesApiDouble:
                 # x-should-retry is the API's own hint; the CLI reads it.
                 extra["x-should-retry"] = "true" if fail.status in (429, 500, 529) else "false"
                 self._json(fail.status, _error_body(fail.error_type, fail.message), extra)
+
+            def _cut_short(self) -> None:
+                # A whole-message answer whose body never arrives in full.
+                self.send_response(HTTPStatus.OK)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "4096")
+                self.end_headers()
+                self.wfile.write(b'{"id": "msg_cut", "type": "mess')
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
 
             def _stream(self, answer: Reply | Drop, model: str) -> None:
                 self.send_response(HTTPStatus.OK)
@@ -404,8 +418,8 @@ class MessagesApiDouble:
 
     # --- answers as events ---------------------------------------------------------
 
-    def _whole_message(self, answer: Reply | Drop, model: str) -> dict[str, Any]:
-        blocks = answer.blocks if isinstance(answer, Reply) else (Text(answer.text),)
+    def _whole_message(self, answer: Reply, model: str) -> dict[str, Any]:
+        blocks = answer.blocks
         content: list[dict[str, Any]] = []
         for block in blocks:
             if isinstance(block, Text):
@@ -424,7 +438,7 @@ class MessagesApiDouble:
             "role": "assistant",
             "model": model,
             "content": content,
-            "stop_reason": answer.final_stop_reason if isinstance(answer, Reply) else "end_turn",
+            "stop_reason": answer.final_stop_reason,
             "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 10},
         }

@@ -41,6 +41,7 @@ from beebox_spec.sdk_messages import (
     assistant_text,
     extract_chat_responses,
     message_kind,
+    turn_error,
 )
 
 CORPUS = Path("/work/shared/corpus/claude-transcripts/sdk-stream-json")
@@ -471,7 +472,7 @@ MEMBER_EXAMPLES: list[tuple[str, JsonObject, AdaptedMessage]] = [
         },
     ),
     (
-        "result error carries no result text",
+        "result error carries no result text, and its errors",
         {
             "type": "result",
             "subtype": "error_max_turns",
@@ -491,6 +492,7 @@ MEMBER_EXAMPLES: list[tuple[str, JsonObject, AdaptedMessage]] = [
             "duration_ms": 100,
             "num_turns": 3,
             "total_cost_usd": 0.5,
+            "errors": ["max turns"],
         },
     ),
     (
@@ -936,7 +938,7 @@ def test_other_messages_add_no_text(raw: JsonObject) -> None:
         ("user with blocks", "user"),
         ("stream event", "stream_event"),
         ("result success", "result:success"),
-        ("result error carries no result text", "result:error_max_turns"),
+        ("result error carries no result text, and its errors", "result:error_max_turns"),
         ("unknown type", "unknown"),
     ],
 )
@@ -1011,3 +1013,55 @@ def test_extracting_as_text_arrives_equals_extracting_once(
         if js_trim(inner)
     ]
     assert once == expected
+
+
+def result(subtype: str, *, is_error: bool, **fields: JsonValue) -> AdaptedMessage:
+    raw: JsonObject = {
+        "type": "result",
+        "subtype": subtype,
+        "is_error": is_error,
+        "duration_ms": 1,
+        "num_turns": 1,
+        "session_id": SESSION,
+        "total_cost_usd": 0,
+        **fields,
+    }
+    adapted = adapt_sdk_message(raw)
+    assert adapted is not None
+    return adapted
+
+
+@pytest.mark.parametrize(
+    ("message", "words"),
+    [
+        # The CLI gave up on an API call: its words are the result's text.
+        (
+            result("success", is_error=True, result="API Error: 529 Overloaded"),
+            "API Error: 529 Overloaded",
+        ),
+        # A limit ended the turn: the CLI's errors.
+        (
+            result(
+                "error_max_turns", is_error=True, errors=["Reached maximum number of turns (1)"]
+            ),
+            "Reached maximum number of turns (1)",
+        ),
+        (result("error_max_budget_usd", is_error=True, errors=["a", "b"]), "a; b"),
+        # No words at all: the subtype says what happened.
+        (result("error_max_budget_usd", is_error=True), "error_max_budget_usd"),
+        # An interrupt (a stop, a restart) ends a turn so: not a failure.
+        (result("error_during_execution", is_error=True, errors=["aborted"]), None),
+        (result("success", is_error=False, result="fine"), None),
+        # Errors not made of strings are not words.
+        (result("error_max_turns", is_error=True, errors=[1, 2]), "error_max_turns"),
+    ],
+)
+def test_a_failed_turn_is_its_results_words(message: AdaptedMessage, words: str | None) -> None:
+    assert turn_error(message) == words
+
+
+def test_only_a_result_says_a_turn_failed() -> None:
+    for _, raw, _ in MEMBER_EXAMPLES:
+        adapted = adapt_sdk_message(raw)
+        if adapted is not None and adapted["type"] != "result":
+            assert turn_error(adapted) is None

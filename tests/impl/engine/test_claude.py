@@ -107,8 +107,11 @@ async def read_turn(stream: AsyncIterator[JsonObject]) -> list[JsonObject]:
 @pytest.mark.anyio
 async def test_a_missing_cli_is_a_clear_start_error(tmp_path: Path) -> None:
     engine = ClaudeEngine(cli_path=tmp_path / "no-such-claude")
-    with pytest.raises(EngineStartError, match="Claude Code CLI is not available"):
+    with pytest.raises(EngineStartError, match="no-such-claude does not exist: give ClaudeEngine"):
         await engine.start(StartOptions(cwd=tmp_path))
+    folder = ClaudeEngine(cli_path=tmp_path)
+    with pytest.raises(EngineStartError, match="is not a file"):
+        await folder.start(StartOptions(cwd=tmp_path))
 
 
 @pytest.mark.anyio

@@ -439,6 +439,7 @@ async def test_an_interrupted_turn_ends_with_an_error_result(box: Path, projects
         "duration_ms": 500,
         "num_turns": 0,
         "total_cost_usd": 0,
+        "errors": ["interrupted by the user"],
     }
     # The next turn is answered as usual, and hangs under the interrupt notice.
     assistant, after = await turn(run, stream, "again")
