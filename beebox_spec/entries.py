@@ -57,6 +57,8 @@ class SessionContentBlock(TypedDict, total=False):
     input: JsonObject
     toolUseId: str
     resultSummary: str
+    # (ours) On a `tool_use` block whose result said `is_error: true` (transcript rule 5).
+    isError: bool
     mediaType: str
     dataBase64: str
     imageUrl: str

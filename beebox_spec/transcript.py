@@ -62,9 +62,25 @@ The history read, top to bottom:
    both keep such a turn. The oversize stub rules stay exactly §1.1's.
    That original also gave compaction summaries and `[Request interrupted by user]`
    turns entry types of their own; §2.4's `SessionEntry` has only user and
-   assistant, so here they stay user entries. It also copied each tool_result's
-   summary onto the matching earlier `tool_use` block, which no spec source states
-   and which is not encoded here.
+   assistant, so here they stay user entries.
+5. **Tool results ride on their calls** (`attach_tool_result`). The CLI writes a
+   tool's result as a user turn of its own after the call — `tool_result` blocks
+   naming the call's `tool_use_id` — and rule 4 drops that turn as plumbing, so
+   the call would show without what it gave back. Instead, reading in file order,
+   each `tool_result` block of a parsed user record (dropped or kept, at the top
+   level of `message.content`) answers the latest unanswered `tool_use` block with
+   that id among the entries before it: that block gets `resultSummary` (the
+   result's summary, §1.3's `summarize_tool_result`) and `isError: true` when the
+   result says `is_error: true`. A call is answered once; a result whose call is
+   not there to answer (answered already, never written, an empty id, or in an
+   oversize line, whose stub has no blocks) attaches nowhere, and an oversize
+   line is never parsed, so a result in one attaches nothing either.
+   **(inference)** The original copied each tool_result's summary onto the
+   matching earlier `tool_use` block (`cli/lib/session-entry.ts`, read for this
+   rule); no spec source states it, and its code was not read for the edge cases:
+   the "latest unanswered call" and "answered once" readings are ours, chosen so a
+   reader that streams the file forward can apply them with what it has seen.
+   `isError` is ours too (a failed tool shows as failed).
    The content is `transform_content`'d with the line's identity
    `{sessionId, entryUuid}` when the line was stripped and None otherwise, so only
    stripped images get references. `uuid` and `timestamp` read as
@@ -72,7 +88,7 @@ The history read, top to bottom:
    read from its first text block's `<typed …>` tag by
    `beebox_spec.reconcile.user_identity`, the same reading §2.2 gives accepted
    messages (one rule, one place).
-5. **Slices** (§2.4). `history_tail` (the last `tail` entries, 1 ≤ tail ≤
+6. **Slices** (§2.4). `history_tail` (the last `tail` entries, 1 ≤ tail ≤
    `MAX_SESSION_ENTRIES`) and `history_page` (offset ≥ 0, 1 ≤ limit ≤
    `MAX_SESSION_ENTRIES`) answer a `SessionHistory` whose `total` counts every
    entry; a bound outside its range raises `InvalidHistorySlice`
@@ -101,7 +117,12 @@ from beebox_spec.javascript import (
     utf8_length,
     utf16_prefix,
 )
-from beebox_spec.media import MediaEntryRef, strip_inline_media, transform_content
+from beebox_spec.media import (
+    MediaEntryRef,
+    strip_inline_media,
+    summarize_tool_result,
+    transform_content,
+)
 from beebox_spec.reconcile import user_identity
 
 __all__ = [
@@ -111,7 +132,9 @@ __all__ = [
     "InvalidHistorySlice",
     "OversizeLine",
     "ParseableLine",
+    "ToolResult",
     "TranscriptLine",
+    "attach_tool_result",
     "check_history_page",
     "check_history_tail",
     "entries_from_lines",
@@ -124,6 +147,7 @@ __all__ = [
     "oversize_entry_from_head",
     "read_transcript_lines",
     "split_transcript_lines",
+    "tool_results_of_record",
 ]
 
 # The longest line the history read will parse, in UTF-8 bytes (256 KiB). A line
@@ -287,6 +311,8 @@ _SYNTHETIC_MODEL: Final = "<synthetic>"
 def entries_from_lines(session_id: str, lines: Sequence[str]) -> list[SessionEntry]:
     """The history read: every entry of the transcript, in file order."""
     entries: list[SessionEntry] = []
+    # Rule 5: the calls not yet answered, by id (the latest block with the id).
+    unanswered: dict[str, SessionContentBlock] = {}
     for line in read_transcript_lines(lines):
         if line["kind"] == "oversize":
             stub = oversize_entry(line["raw"], line["lineNumber"])
@@ -303,7 +329,58 @@ def entries_from_lines(session_id: str, lines: Sequence[str]) -> list[SessionEnt
         # The record is a turn history shows.
         if entry is not None:
             entries.append(entry)
+            for block in entry["content"]:
+                # A call with an id can be answered by a later result.
+                if block["type"] == "tool_use" and block.get("toolId", "") != "":
+                    unanswered[block.get("toolId", "")] = block
+        for result in tool_results_of_record(record):
+            call = unanswered.pop(result["toolUseId"], None)
+            # Only an unanswered call with the result's id takes it.
+            if call is not None:
+                attach_tool_result(call, result)
     return entries
+
+
+class ToolResult(TypedDict):
+    """What one `tool_result` block says of its call (rule 5)."""
+
+    toolUseId: str
+    resultSummary: str
+    isError: bool
+
+
+def tool_results_of_record(record: JsonObject) -> list[ToolResult]:
+    """The `tool_result` blocks of a user record's top-level content, in order (rule 5)."""
+    # Only a user turn carries results, in its message's content list.
+    if record.get("type") != "user":
+        return []
+    message = record.get("message")
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    results: list[ToolResult] = []
+    for block in content:
+        # A result block names its call; anything else is not a result.
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        results.append(
+            {
+                "toolUseId": js_string_or_empty(block.get("tool_use_id")),
+                "resultSummary": summarize_tool_result(block.get("content")),
+                "isError": block.get("is_error") is True,
+            }
+        )
+    return results
+
+
+def attach_tool_result(call: SessionContentBlock, result: ToolResult) -> None:
+    """Give ``call`` (a `tool_use` block) what ``result`` says of it (rule 5)."""
+    call["resultSummary"] = result["resultSummary"]
+    # Only a failed result says so; a block carries no `isError: false`.
+    if result["isError"]:
+        call["isError"] = True
 
 
 def entry_from_record(record: JsonObject, media_session_id: str | None) -> SessionEntry | None:
@@ -382,7 +459,7 @@ def is_plumbing_message(text: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------
-# 5. Slices (§2.4)
+# 6. Slices (§2.4)
 # ---------------------------------------------------------------------------------
 
 

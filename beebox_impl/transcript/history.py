@@ -36,7 +36,13 @@ from beebox_impl.transcript.lines import (
     read_stripped_line_at,
 )
 from beebox_spec.entries import SessionEntry, SessionHistory
-from beebox_spec.transcript import check_history_page, check_history_tail
+from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.transcript import (
+    attach_tool_result,
+    check_history_page,
+    check_history_tail,
+    tool_results_of_record,
+)
 
 __all__ = ["PageSlice", "TailSlice", "read_history"]
 
@@ -164,4 +170,32 @@ def _entry_at(
     # The index said this line yields an entry: if it no longer does, it is stale.
     if entry is None:
         raise TranscriptChanged(f"line {line_index + 1} no longer yields entry {position}")
+    for result_line, ordinal in index.results_for(position):
+        _attach_result(file, index, entry, (result_line, ordinal), cache)
     return entry
+
+
+def _attach_result(
+    file: BinaryIO,
+    index: TranscriptIndex,
+    entry: SessionEntry,
+    link: tuple[int, int],
+    cache: TranscriptIndexCache,
+) -> None:
+    # Result `ordinal` of line `line_index` answered a call of `entry` (rule 5 of
+    # `beebox_spec.transcript`): the last of the entry's calls with its id takes it.
+    line_index, ordinal = link
+    offset, length = index.line_span(line_index)
+    record = read_line_record_at(
+        file, offset=offset, length=length, line_number=line_index + 1, block_size=cache.block_size
+    )
+    parsed = parse_json_object_or_none(record.text) if record.text is not None else None
+    results = tool_results_of_record(parsed) if parsed is not None else []
+    if ordinal >= len(results):
+        raise TranscriptChanged(f"line {line_index + 1} no longer holds tool result {ordinal}")
+    result = results[ordinal]
+    for block in reversed(entry["content"]):
+        if block["type"] == "tool_use" and block.get("toolId") == result["toolUseId"]:
+            attach_tool_result(block, result)
+            return
+    raise TranscriptChanged(f"line {line_index + 1}'s tool result answers no call of its entry")

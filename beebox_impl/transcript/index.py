@@ -35,6 +35,14 @@ An id's needle holds no quote, so its presence is the same in the raw line and i
 the stripped one (a payload lies between two consecutive quotes, and a needle
 cannot end on a payload's opening quote).
 
+**Tool results.** A call's result sits in a later line than its call (the spec's
+rule 5, `beebox_spec.transcript.entries_from_lines`), so reading an entry by
+offset also reads the lines that answered its calls: `result_links` records, for
+each answered call, the entry, the result's line and which of that line's results
+it was (`ToolResultLinks`); `open_calls` the calls still unanswered when the
+complete lines end, by id (latest entry), for an extension to answer. The pass
+itself attaches results to the entries it hands over.
+
 **Staleness.** An index is a snapshot, not changed after it is built (several
 threads may read it; only its cache of opaque lines' own uuids fills on demand,
 each entry written whole). When the file at the path is the same inode grown
@@ -65,10 +73,15 @@ from beebox_impl.transcript.lines import (
     LineRecord,
     scan_line_records,
 )
-from beebox_spec.entries import JsonObject, SessionEntry
+from beebox_spec.entries import JsonObject, SessionContentBlock, SessionEntry
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
-from beebox_spec.transcript import entry_from_record, oversize_entry_from_head
+from beebox_spec.transcript import (
+    attach_tool_result,
+    entry_from_record,
+    oversize_entry_from_head,
+    tool_results_of_record,
+)
 
 if TYPE_CHECKING:
     from beebox_impl.transcript.persist import IndexShelf
@@ -79,6 +92,7 @@ __all__ = [
     "OpaqueLine",
     "StrippedLine",
     "StrippedLines",
+    "ToolResultLinks",
     "TranscriptIndex",
     "TranscriptIndexCache",
     "interpret_line",
@@ -277,6 +291,81 @@ class StrippedLines:
         return len(self._lines)
 
 
+class ToolResultLinks:
+    """Which line answered which call: ``(entry, line, result)`` triples, in order.
+
+    ``entry`` is the history position of the entry holding the call, ``line`` the
+    index of the line holding its result, ``result`` which of that line's
+    `tool_result` blocks it is (`tool_results_of_record`'s order). Kept sorted by
+    entry (then line) in three integer arrays, so an entry's results are found by
+    bisection. Results nearly always come in the order of their calls, so an
+    extension appends; one that answers an older call rebuilds the arrays.
+    """
+
+    __slots__ = ("_entries", "_lines", "_results")
+
+    def __init__(self) -> None:
+        self._entries = ChunkedIntArray()
+        self._lines = ChunkedIntArray()
+        self._results = ChunkedIntArray()
+
+    def for_entry(self, position: int) -> list[tuple[int, int]]:
+        """The ``(line, result)`` pairs that answered calls of entry ``position``."""
+        at = self._entries.bisect_left(position)
+        found = []
+        while at < len(self._entries) and self._entries[at] == position:
+            found.append((self._lines[at], self._results[at]))
+            at += 1
+        return found
+
+    def with_links(self, links: list[tuple[int, int, int]]) -> ToolResultLinks:
+        """A copy with ``links`` (in line order) added; this one is not changed."""
+        if not links:
+            return self
+        ordered = sorted(links)
+        last = (self._entries[-1], self._lines[-1]) if self._entries else None
+        grown = ToolResultLinks()
+        if last is None or ordered[0][:2] > last:
+            # After every link held: share the held arrays' full chunks.
+            count = len(self._entries)
+            grown._entries = self._entries.prefix(count)
+            grown._lines = self._lines.prefix(count)
+            grown._results = self._results.prefix(count)
+        else:
+            ordered = sorted([*self, *ordered])
+        for entry, line, result in ordered:
+            grown._entries.append(entry)
+            grown._lines.append(line)
+            grown._results.append(result)
+        return grown
+
+    def __iter__(self) -> Iterator[tuple[int, int, int]]:
+        return zip(self._entries, self._lines, self._results, strict=True)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def arrays(self) -> tuple[ChunkedIntArray, ChunkedIntArray, ChunkedIntArray]:
+        """The three arrays (entries, lines, results), for `from_arrays` (a shelf's copy)."""
+        return self._entries, self._lines, self._results
+
+    @classmethod
+    def from_arrays(
+        cls, entries: ChunkedIntArray, lines: ChunkedIntArray, results: ChunkedIntArray
+    ) -> ToolResultLinks:
+        """The links `arrays` gave; ValueError when they are not such a set."""
+        if not len(entries) == len(lines) == len(results):
+            raise ValueError("tool result links: arrays of different lengths")
+        previous = (-1, -1)
+        for entry, line, result in zip(entries, lines, results, strict=True):
+            if (entry, line) < previous or min(entry, line, result) < 0:
+                raise ValueError(f"tool result links: ({entry}, {line}) out of order")
+            previous = (entry, line)
+        links = cls()
+        links._entries, links._lines, links._results = entries, lines, results
+        return links
+
+
 @dataclass(frozen=True, slots=True)
 class OpaqueLine:
     """A line whose own uuid the pass did not read, or that is too large to serve.
@@ -316,6 +405,11 @@ class TranscriptIndex:
     committed_unparsable: int
     fingerprint: bytes
     scanned_from: int
+    # The answered calls of the complete lines, and the calls still open there.
+    result_links: ToolResultLinks = field(default_factory=ToolResultLinks)
+    open_calls: dict[str, int] = field(default_factory=dict)
+    # The links a last line without its newline made (read again by an extension).
+    tail_result_links: tuple[tuple[int, int, int], ...] = ()
     # Own uuids of opaque lines read on demand (a cache beside the snapshot:
     # a line's own uuid does not change while the identity holds).
     opaque_own_uuids: dict[int, str | None] = field(default_factory=dict)
@@ -329,6 +423,15 @@ class TranscriptIndex:
     def entry_count(self) -> int:
         """The history's total: how many lines yield an entry."""
         return len(self.entry_lines)
+
+    def results_for(self, position: int) -> list[tuple[int, int]]:
+        """The ``(line, result)`` pairs that answered the calls of entry ``position``,
+        in line order (`ToolResultLinks`)."""
+        found = self.result_links.for_entry(position)
+        found.extend(
+            (line, result) for entry, line, result in self.tail_result_links if entry == position
+        )
+        return found
 
     def line_span(self, line_index: int) -> tuple[int, int]:
         """Where line `line_index` sits: its byte offset and length."""
@@ -357,6 +460,8 @@ class _IndexBuilder:
             self.unparsable = 0
             self.opaque_own_uuids: dict[int, str | None] = {}
             self.committed_end = 0
+            self.result_links = ToolResultLinks()
+            self.open_calls: dict[str, int] = {}
         else:
             # Prefixes share the base's full chunks: an extension copies at most
             # one chunk an array, not the whole index (`ChunkedIntArray`).
@@ -372,6 +477,17 @@ class _IndexBuilder:
                 line: own for line, own in base.opaque_own_uuids.items() if line < lines
             }
             self.committed_end = base.committed_end
+            self.result_links = base.result_links
+            self.open_calls = dict(base.open_calls)
+        # This pass's links, in line order; those of complete lines come first.
+        self.new_links: list[tuple[int, int, int]] = []
+        self.committed_new_links = 0
+        # The open calls as the complete lines left them, once a last line without
+        # its newline has changed `open_calls` (an extension starts from these).
+        self.committed_open_calls: dict[str, int] | None = None
+        # The blocks of this pass's entries whose calls are open, by id: the pass
+        # attaches results to the entries it hands over (rule 5, as the spec reads).
+        self.pass_calls: dict[str, SessionContentBlock] = {}
         self.committed_lines = len(self.line_offsets)
         self.committed_entries = len(self.entry_lines)
         self.committed_opaque = len(self.opaque)
@@ -385,10 +501,17 @@ class _IndexBuilder:
         entry, parsed = interpret_line(record, session_id)
         if record.kind == "parseable" and parsed is None and record.text:
             self.unparsable += 1
+        if not record.terminated and self.committed_open_calls is None:
+            # Read again by an extension: what it does to the open calls is not kept.
+            self.committed_open_calls = dict(self.open_calls)
         if entry is not None:
+            position = len(self.entry_lines)
             if sink is not None:
-                sink(len(self.entry_lines), entry)
+                sink(position, entry)
             self.entry_lines.append(line_index)
+            self._open_calls_of(entry, position, keep_blocks=sink is not None)
+        if parsed is not None:
+            self._answer_calls(parsed, line_index)
         own_uuid = _own_indexed_uuid(record, parsed)
         too_large = record.utf8_bytes > MAX_MEDIA_LINE_BYTES
         # Unsettled by the parse, or too large to serve, and naming some id.
@@ -405,6 +528,27 @@ class _IndexBuilder:
             self.committed_entries = len(self.entry_lines)
             self.committed_opaque = len(self.opaque)
             self.committed_unparsable = self.unparsable
+            self.committed_new_links = len(self.new_links)
+
+    def _open_calls_of(self, entry: SessionEntry, position: int, *, keep_blocks: bool) -> None:
+        # Rule 5: each call with an id waits for its result (the latest block an id).
+        for block in entry["content"]:
+            tool_id = block.get("toolId", "")
+            if block["type"] == "tool_use" and tool_id != "":
+                self.open_calls[tool_id] = position
+                if keep_blocks:
+                    self.pass_calls[tool_id] = block
+
+    def _answer_calls(self, parsed: JsonObject, line_index: int) -> None:
+        # Rule 5: each result answers the open call with its id, if any.
+        for ordinal, result in enumerate(tool_results_of_record(parsed)):
+            position = self.open_calls.pop(result["toolUseId"], None)
+            if position is None:
+                continue
+            self.new_links.append((position, line_index, ordinal))
+            block = self.pass_calls.pop(result["toolUseId"], None)
+            if block is not None:
+                attach_tool_result(block, result)
 
     def build(
         self, identity: FileIdentity, fingerprint: bytes, scanned_from: int
@@ -425,6 +569,11 @@ class _IndexBuilder:
             committed_unparsable=self.committed_unparsable,
             fingerprint=fingerprint,
             scanned_from=scanned_from,
+            result_links=self.result_links.with_links(self.new_links[: self.committed_new_links]),
+            open_calls=(
+                self.open_calls if self.committed_open_calls is None else self.committed_open_calls
+            ),
+            tail_result_links=tuple(self.new_links[self.committed_new_links :]),
             opaque_own_uuids=self.opaque_own_uuids,
         )
 

@@ -16,10 +16,12 @@ bumped whenever what a line contributes changes) is ignored and the index
 rebuilt: losing the shelf costs time, never an answer.
 
 **Format.** ``BBXIDX`` and a format byte; the length of a JSON header (identity,
-counts, the few oversize lines' details); the header; the eight integer arrays
+counts, the few oversize lines' details, the open tool calls and the links of a
+last line without its newline); the header; the eleven integer arrays
 (little-endian int64) whose lengths the header gives: four a line (offsets,
-lengths, entry lines, uuid keys) and the four of the stripped (photo) lines
-(`StrippedLines.arrays`); a BLAKE2b digest of all that (a damaged file is caught
+lengths, entry lines, uuid keys), the four of the stripped (photo) lines
+(`StrippedLines.arrays`) and the three of the tool result links
+(`ToolResultLinks.arrays`); a BLAKE2b digest of all that (a damaged file is caught
 before use: a wrong offset that still lands on an entry would pass verification).
 No pickle: the folder is data, and reading it runs no code. The arrays are
 written and read as bytes, never as a Python object a value: a chat shelved every
@@ -50,6 +52,7 @@ from beebox_impl.transcript.index import (
     FileIdentity,
     OpaqueLine,
     StrippedLines,
+    ToolResultLinks,
     TranscriptIndex,
 )
 
@@ -57,11 +60,13 @@ __all__ = ["RULES_VERSION", "IndexShelf"]
 
 _log = logging.getLogger(__name__)
 
-_MAGIC: Final = b"BBXIDX\x02"
+_MAGIC: Final = b"BBXIDX\x03"
 # Bump when what a line contributes to an index changes (entry rules, uuid keys).
-RULES_VERSION: Final = 1
+# 2: tool results ride on their calls (the spec's transcript rule 5).
+RULES_VERSION: Final = 2
 _LINE_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
-_ARRAY_COUNT: Final = len(_LINE_ARRAYS) + 4  # and the stripped lines' four
+# And the stripped lines' four, and the tool result links' three.
+_ARRAY_COUNT: Final = len(_LINE_ARRAYS) + 4 + 3
 _DIGEST_BYTES: Final = 16
 # A header larger than this is not one of ours.
 _MAX_HEADER_BYTES: Final = 64 * 1024 * 1024
@@ -162,7 +167,7 @@ class IndexShelf:
 
 def _arrays(index: TranscriptIndex) -> list[ChunkedIntArray]:
     lines: list[ChunkedIntArray] = [getattr(index, name) for name in _LINE_ARRAYS]
-    return [*lines, *index.stripped_lines.arrays()]
+    return [*lines, *index.stripped_lines.arrays(), *index.result_links.arrays()]
 
 
 def _encode(index: TranscriptIndex) -> Iterator[bytes]:
@@ -198,6 +203,8 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
             index.scanned_from,
         ],
         "fingerprint": index.fingerprint.hex(),
+        "openCalls": index.open_calls,
+        "tailResultLinks": [list(link) for link in index.tail_result_links],
     }
     header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8", "surrogateescape")
     digest = _new_digest()
@@ -246,8 +253,14 @@ def _decode(stored: bytes) -> TranscriptIndex:
             at = stop
         if at != len(data):
             raise _Malformed("trailing bytes")
-        line_offsets, line_lengths, entry_lines, line_uuid_keys, *stripped_arrays = arrays
-        stripped = StrippedLines.from_arrays(*stripped_arrays)
+        line_offsets, line_lengths, entry_lines, line_uuid_keys, *rest = arrays
+        stripped = StrippedLines.from_arrays(*rest[:4])
+        result_links = ToolResultLinks.from_arrays(*rest[4:])
+        open_calls = {str(tool_id): int(entry) for tool_id, entry in header["openCalls"].items()}
+        tail_result_links = tuple(
+            (int(entry), int(line), int(result))
+            for entry, line, result in header["tailResultLinks"]
+        )
         opaque = tuple(
             OpaqueLine(
                 int(line),
@@ -266,7 +279,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
             scanned_from,
         ) = (int(count) for count in header["counts"])
         fingerprint = bytes.fromhex(header["fingerprint"])
-    except (KeyError, TypeError, ValueError) as error:
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise _Malformed(f"header unreadable: {error}") from error
     line_count = len(line_offsets)
     stripped_line_numbers = stripped.arrays()[0]
@@ -284,6 +297,11 @@ def _decode(stored: bytes) -> TranscriptIndex:
             or 0 <= stripped_line_numbers[0] <= stripped_line_numbers[-1] < line_count
         )
         and committed_end <= identity.size
+        and all(
+            0 <= entry < len(entry_lines) and 0 <= line < line_count
+            for entry, line, _ in (*result_links, *tail_result_links)
+        )
+        and all(0 <= entry < len(entry_lines) for entry in open_calls.values())
     )
     if not consistent:
         raise _Malformed("inconsistent counts")
@@ -303,4 +321,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
         committed_unparsable=committed_unparsable,
         fingerprint=fingerprint,
         scanned_from=scanned_from,
+        result_links=result_links,
+        open_calls=open_calls,
+        tail_result_links=tail_result_links,
     )

@@ -63,6 +63,19 @@ function detailsBlock(summary, body) {
   return details;
 }
 
+// A tool call: its name and what it was given; once answered, what it gave back
+// (the transcript's result rides on its call), marked when the tool failed.
+function toolUseBlock(block) {
+  const failed = block.isError === true;
+  const state = block.resultSummary === undefined ? "" : failed ? " (failed)" : "";
+  const details = detailsBlock(`Used ${block.toolName ?? "a tool"}${state}`, block.inputSummary);
+  if (failed) details.classList.add("failed");
+  if (block.resultSummary !== undefined) {
+    details.append(element("pre", "block-result", block.resultSummary));
+  }
+  return details;
+}
+
 function contentBlock(block) {
   switch (block.type) {
     case "text":
@@ -70,7 +83,7 @@ function contentBlock(block) {
     case "image":
       return imageBlock(block);
     case "tool_use":
-      return detailsBlock(`Used ${block.toolName ?? "a tool"}`, block.inputSummary);
+      return toolUseBlock(block);
     case "tool_result":
       return detailsBlock("Tool result", block.resultSummary);
     case "thinking":

@@ -35,6 +35,8 @@ TIMESTAMP = "2026-03-01T10:00:00.000Z"
 
 # A small pool, so ids repeat: duplicates, nested copies and parentUuid traps.
 UUIDS = ["u-1", "u-2", "u-3", "a_B9", "x-long-uuid-0123456789"]
+# Tool ids repeat too: results answer calls (the history's rule 5), some twice, some none.
+TOOL_IDS = ["toolu_1", "toolu_1", "toolu_2", "toolu_3", ""]
 ABSENT_UUIDS = ["u-9", "u", "u-1x", "U-1", 'u-1"', "u-1 ", "", "é"]
 SAFE_ID_CHARS = string.ascii_letters + string.digits + "_-"
 BASE64_CHARS = string.ascii_letters + string.digits + "+/="
@@ -110,6 +112,32 @@ def texts(draw: st.DrawFn) -> str:
 
 
 @st.composite
+def tool_use_blocks(draw: st.DrawFn) -> JsonObject:
+    tool = draw(st.sampled_from(["Bash", "Read", "Write", "Grep", "Mystery"]))
+    return {
+        "type": "tool_use",
+        "id": draw(st.sampled_from(TOOL_IDS)),
+        "name": tool,
+        "input": {"command": draw(texts()), "file_path": "/x", "content": "abc"},
+    }
+
+
+@st.composite
+def tool_result_blocks(draw: st.DrawFn) -> JsonObject:
+    nested: list[JsonValue] = [{"type": "text", "text": draw(texts())}]
+    if draw(st.booleans()):
+        nested.append(draw(image_blocks()))
+    result: JsonObject = {
+        "type": "tool_result",
+        "tool_use_id": draw(st.sampled_from(TOOL_IDS)),
+        "content": nested if draw(st.integers(0, 3)) else draw(texts()),
+    }
+    if draw(st.integers(0, 3)) == 0:
+        result["is_error"] = draw(st.sampled_from([True, False, "true", None]))
+    return result
+
+
+@st.composite
 def content_blocks(draw: st.DrawFn) -> JsonObject:
     kind = draw(
         st.sampled_from(
@@ -121,18 +149,9 @@ def content_blocks(draw: st.DrawFn) -> JsonObject:
     if kind == "image":
         return draw(image_blocks())
     if kind == "tool_use":
-        tool = draw(st.sampled_from(["Bash", "Read", "Write", "Grep", "Mystery"]))
-        return {
-            "type": "tool_use",
-            "id": "toolu_1",
-            "name": tool,
-            "input": {"command": draw(texts()), "file_path": "/x", "content": "abc"},
-        }
+        return draw(tool_use_blocks())
     if kind == "tool_result":
-        nested: list[JsonValue] = [{"type": "text", "text": draw(texts())}]
-        if draw(st.booleans()):
-            nested.append(draw(image_blocks()))
-        return {"type": "tool_result", "tool_use_id": "toolu_1", "content": nested}
+        return draw(tool_result_blocks())
     if kind == "document":
         data = draw(payloads())
         return {
@@ -157,7 +176,18 @@ def records(draw: st.DrawFn) -> JsonObject:
     parent = draw(st.sampled_from([None, *UUIDS]))
     kind = draw(
         st.sampled_from(
-            ["user", "user", "assistant", "assistant", "tool_user", "progress", "system", "meta"]
+            [
+                "user",
+                "user",
+                "assistant",
+                "assistant",
+                "tool_call",
+                "tool_user",
+                "tool_user",
+                "progress",
+                "system",
+                "meta",
+            ]
         )
     )
     envelope: JsonObject = {"parentUuid": parent, "isSidechain": False}
@@ -193,12 +223,22 @@ def records(draw: st.DrawFn) -> JsonObject:
                 "timestamp": TIMESTAMP,
             },
         )
+    if kind == "tool_call":
+        # A model's call, one line a call as Claude Code writes them (two at times).
+        calls = draw(st.lists(tool_use_blocks(), min_size=1, max_size=2))
+        return {
+            **envelope,
+            "type": "assistant",
+            "message": {"role": "assistant", "model": "claude-opus-4-1", "content": list(calls)},
+            "uuid": uuid,
+            "timestamp": TIMESTAMP,
+        }
     if kind == "tool_user":
-        result = draw(content_blocks().filter(lambda block: block["type"] == "tool_result"))
+        results = draw(st.lists(tool_result_blocks(), min_size=1, max_size=3))
         return {
             **envelope,
             "type": "user",
-            "message": {"role": "user", "content": [result]},
+            "message": {"role": "user", "content": list[JsonValue](results)},
             "uuid": uuid,
             "timestamp": TIMESTAMP,
             "toolUseResult": {"type": "image", "file": {"base64": draw(payloads())}},
