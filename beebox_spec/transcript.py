@@ -25,11 +25,26 @@ The history read, top to bottom:
    strip, or still too long) it is `oversize` and is never parsed.
 3. **Stubs** (`oversize_entry`, §1.1). An oversize line becomes a placeholder
    entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
-   shows a record the parse would drop too (system, `isMeta`, a synthetic
-   assistant turn, a tool_result plumbing turn). The sniff is textual and assumes
-   Claude Code's compact JSON; its accepted limitations are the original's. It
-   reads only the head and the line's UTF-8 length, so `oversize_entry_from_head`
-   states the rule on those two alone (a streaming reader never holds the line).
+   shows a record the parse would drop too (not a user or assistant turn, `isMeta`,
+   a synthetic assistant turn, a tool_result plumbing turn). The sniff is textual
+   and assumes Claude Code's compact JSON; its accepted limitations are the
+   original's. It reads only the head and the line's UTF-8 length, so
+   `oversize_entry_from_head` states the rule on those two alone (a streaming
+   reader never holds the line).
+   **(ours, departure)** The record's type is the value of the first `"type"` key
+   at the top level of the head — outside every nested object, array and string
+   (`sniff_record_type`, over `sniff_top_level_keys`). Every type but user and
+   assistant is dropped, as the parse drops it. A head that shows no top-level
+   type is a turn's — the assistant's, as before — when it shows the top-level
+   `message` key every turn has (Claude Code writes it among a line's first
+   keys), and is dropped when it shows none. The original took whichever of
+   `"type":"user"`, `"type":"assistant"` and `"type":"system"` came first anywhere
+   in the head, and stubbed every line without one. Claude Code now writes lines
+   of other types that carry a person's words or photos (`queue-operation`,
+   `last-prompt` and `api-request-blob` copy the prompt; `attachment`, whose
+   type comes after its payload, a file): one over the bound showed as a stub of
+   a message nobody sent, or of the user's when a nested `"type":"user"` came
+   first.
 4. **Entries** (`entries_from_lines`, `entry_from_record`). Blank and unparsable
    lines (comments, a half-written last line, anything that is not a JSON object)
    are skipped. A parsed record becomes an entry when it is a user or assistant
@@ -126,7 +141,6 @@ from beebox_spec.media import (
 from beebox_spec.reconcile import user_identity
 
 __all__ = [
-    "COMPACT_SNIFF_TYPES",
     "MAX_SESSION_LINE_BYTES",
     "SNIFF_CHARS",
     "InvalidHistorySlice",
@@ -146,6 +160,8 @@ __all__ = [
     "oversize_entry",
     "oversize_entry_from_head",
     "read_transcript_lines",
+    "sniff_record_type",
+    "sniff_top_level_keys",
     "split_transcript_lines",
     "tool_results_of_record",
 ]
@@ -242,9 +258,6 @@ def read_transcript_lines(lines: Sequence[str]) -> list[TranscriptLine]:
 # 3. Stubs for oversize lines (§1.1)
 # ---------------------------------------------------------------------------------
 
-# The envelope types the sniff recognises, in the compact form Claude Code writes.
-COMPACT_SNIFF_TYPES: Final = ("user", "assistant", "system")
-
 _SNIFF_UUID_RE: Final = re.compile(r'"uuid":"([^"]*)"')
 _SNIFF_TIMESTAMP_RE: Final = re.compile(r'"timestamp":"([^"]*)"')
 
@@ -261,9 +274,9 @@ def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> Se
     `utf8_bytes` its length in UTF-8 bytes (`utf8_length`); nothing else of the
     line is read, so a reader can stub a line it never holds whole.
     """
-    envelope = _sniff_envelope_type(head)
-    # A system record is never a history entry.
-    if envelope == "system":
+    envelope = sniff_record_type(head)
+    # Only user and assistant turns are history (see rule 3 for an untyped head).
+    if not _sniffs_a_turn(head):
         return None
     # An SDK meta prompt is plumbing, whatever its type.
     if '"isMeta":true' in head:
@@ -285,14 +298,79 @@ def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> Se
     }
 
 
-def _sniff_envelope_type(head: str) -> str | None:
-    # Whichever `"type":"…"` marker appears earliest: the envelope precedes `message`.
-    positions = {kind: head.find(f'"type":"{kind}"') for kind in COMPACT_SNIFF_TYPES}
-    present = {kind: at for kind, at in positions.items() if at != -1}
-    # No marker in the head: the type is unknown.
-    if not present:
+def sniff_top_level_keys(head: str) -> list[tuple[str, str | None]]:
+    """The keys of a line's outer object that its head shows, in order, each with its
+    value when that is a whole string in the head (raw: escapes are not decoded).
+
+    Read as compact JSON: a key opens at depth 1 — inside the outer object, outside
+    any nested object, array or string — right after the object's `{` or a `,`. A
+    head that does not open with an object shows no keys.
+    """
+    keys: list[tuple[str, str | None]] = []
+    depth = 0
+    at = 0
+    previous = ""
+    while at < len(head):
+        char = head[at]
+        if char == '"':
+            end = _string_end(head, at)
+            # A string the head cuts off ends the reading.
+            if end is None:
+                break
+            if depth == 1 and previous in ("{", ","):
+                keys.append((head[at + 1 : end], _string_value_after(head, end + 1)))
+            at, previous = end + 1, '"'
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        # Only an object's keys are keys; a head that opens otherwise shows none.
+        if depth <= 0 and not char.isspace():
+            break
+        if not char.isspace():
+            previous = char
+        at += 1
+    return keys
+
+
+def _string_end(text: str, start: int) -> int | None:
+    # Where the string opening at `start` closes (a backslash escapes one character).
+    at = start + 1
+    while at < len(text):
+        if text[at] == "\\":
+            at += 2
+            continue
+        if text[at] == '"':
+            return at
+        at += 1
+    return None
+
+
+def _string_value_after(text: str, colon_at: int) -> str | None:
+    # A key's value, when it is a string the text holds whole (`"key":"value"`).
+    if not text.startswith(':"', colon_at):
         return None
-    return min(present, key=lambda kind: present[kind])
+    end = _string_end(text, colon_at + 1)
+    return None if end is None else text[colon_at + 2 : end]
+
+
+def sniff_record_type(head: str) -> str | None:
+    """The record's type as its head shows it (see rule 3): its first top-level
+    `"type"` string, or None when the head shows none."""
+    for key, value in sniff_top_level_keys(head):
+        if key == "type":
+            return value
+    return None
+
+
+def _sniffs_a_turn(head: str) -> bool:
+    # Rule 3: a user or assistant record; untyped, one with the `message` a turn has.
+    keys = sniff_top_level_keys(head)
+    record_type = next((value for key, value in keys if key == "type"), None)
+    if record_type is not None:
+        return record_type in ("user", "assistant")
+    return any(key == "message" for key, _ in keys)
 
 
 def _sniff_string(head: str, pattern: re.Pattern[str]) -> str:

@@ -32,6 +32,8 @@ from beebox_spec.transcript import (
     is_plumbing_message,
     oversize_entry,
     read_transcript_lines,
+    sniff_record_type,
+    sniff_top_level_keys,
     split_transcript_lines,
 )
 
@@ -236,11 +238,76 @@ def test_marks_past_the_head_are_not_seen() -> None:
     assert stub["type"] == "user"
 
 
-def test_the_earliest_type_marker_is_the_envelope() -> None:
+def test_the_top_level_type_is_the_envelope() -> None:
+    # (ours) A nested type comes first here; the record's own type decides.
     user_first = compact({"type": "user", "x": {"type": "system"}, "message": {"content": BIG}})
-    system_first = compact({"x": {"type": "system"}, "type": "user", "message": {"content": BIG}})
+    nested_first = compact({"x": {"type": "system"}, "type": "user", "message": {"content": BIG}})
     assert oversize_entry(user_first, 1) is not None
-    assert oversize_entry(system_first, 1) is None
+    assert oversize_entry(nested_first, 1) is not None
+    # A progress line carrying a copy of a user message is not a user turn.
+    progress = compact({"type": "progress", "data": {"message": {"type": "user", "x": BIG}}})
+    assert oversize_entry(progress, 1) is None
+
+
+@pytest.mark.parametrize(
+    "record_type",
+    ["queue-operation", "last-prompt", "api-request-blob", "attachment", "summary", "x-new"],
+)
+def test_an_oversize_line_of_any_other_type_is_dropped(record_type: str) -> None:
+    # Claude Code 2.1 copies a prompt into lines of these types: over the bound
+    # they are no message of anybody's (the parse drops them too).
+    line = compact({"type": record_type, "sessionId": "s", "content": BIG})
+    assert oversize_entry(line, 1) is None
+    # The type may come after other keys, as `attachment` lines have it.
+    late = compact(
+        {
+            "parentUuid": None,
+            "attachment": {"type": "file", "c": "x"},
+            "type": record_type,
+            "pad": BIG,
+        }
+    )
+    assert oversize_entry(late, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        ('{"type":"user","a":1}', "user"),
+        ('{"x":{"type":"system"},"type":"assistant"', "assistant"),
+        ('{"a":[{"type":"user"}],"type":"attachment"', "attachment"),
+        # A string holding the key is not the key; nor is an escaped quote its end.
+        ('{"a":"\\"type\\":\\"user","type":"system"}', "system"),
+        ('{"a":"type","type":"q"}', "q"),
+        # Cut off before the value ends, or before any top-level type: unknown.
+        ('{"message":{"type":"message","content":[{"type":"text","text":"zz', None),
+        ('{"type":"us', None),
+        ('[{"type":"user"}]', None),
+        ("", None),
+    ],
+)
+def test_sniffing_the_record_type(head: str, expected: str | None) -> None:
+    assert sniff_record_type(head) == expected
+
+
+def test_the_top_level_keys_a_head_shows() -> None:
+    head = '{"parentUuid":null,"n":{"a":"b"},"list":["x"],"type":"user","message":{"content":"zz'
+    assert sniff_top_level_keys(head) == [
+        ("parentUuid", None),
+        ("n", None),
+        ("list", None),
+        ("type", "user"),
+        ("message", None),
+    ]
+    assert sniff_top_level_keys('{"k":"v\\"q","t":"cut') == [("k", 'v\\"q'), ("t", None)]
+    assert sniff_top_level_keys("not json") == []
+
+
+def test_an_untyped_head_is_a_turn_only_with_a_message() -> None:
+    with_message = compact({"uuid": "u-x", "message": {"content": BIG}, "type": "user"})
+    without = compact({"parentUuid": None, "attachment": {"content": BIG}, "type": "attachment"})
+    assert oversize_entry(with_message, 1) is not None
+    assert oversize_entry(without, 1) is None
 
 
 def test_an_unattributed_stub_is_the_assistants() -> None:
