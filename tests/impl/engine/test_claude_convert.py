@@ -36,6 +36,34 @@ STREAM_CANDIDATES = [
 STREAM = next((path for path in STREAM_CANDIDATES if path.is_dir()), None)
 
 
+# What the bundled CLI printed, kept in the repository (`tests.agent.record_corpus`).
+CLI_STREAMS = sorted((REPO / "tests" / "corpus" / "claude-code").glob("*/stream.ndjson"))
+
+
+def test_every_message_the_bundled_cli_printed_adapts_the_same_after_the_sdk_round_trip() -> None:
+    assert CLI_STREAMS
+    kinds = set()
+    for path in CLI_STREAMS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            raw = json.loads(line)
+            name = f"{path.parent.name}/{path.name}:{number}"
+            if raw["type"] in TRANSPORT_FRAMES:
+                continue
+            adapted = adapt_sdk_message(raw)
+            converted = round_trip(raw)
+            assert adapt_sdk_message(converted) == adapted, name
+            if adapted is not None:
+                assert adapted["type"] != "unknown", name
+            assert_within(converted, raw, name)
+            kinds.add(str(raw["type"]))
+    assert kinds == {"system", "assistant", "user", "result"}
+
+
+# Frames of the CLI's pipes, not SDK messages (the engine answers or drops them).
+TRANSPORT_FRAMES = ("control_request", "control_response", "control_cancel_request", "keep_alive")
+
+
 def recorded_messages() -> list[tuple[str, JsonObject]]:
     assert STREAM is not None
     messages: list[tuple[str, JsonObject]] = []
