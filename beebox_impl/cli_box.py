@@ -32,6 +32,7 @@ import sqlite3
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -47,7 +48,7 @@ from beebox_impl.allocator import (
 )
 from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
-from beebox_impl.engine.protocol import Engine
+from beebox_impl.engine.protocol import Engine, EngineStartError
 from beebox_impl.http.server import (
     DEFAULT_HOST,
     HttpLimits,
@@ -211,6 +212,14 @@ async def _trim_heap_periodically(every: float) -> None:
         await anyio.to_thread.run_sync(trim_free_heap)
 
 
+async def _prepare_engine(prepare: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await prepare()
+    except EngineStartError as error:
+        # Said again, to the person, by the first send's start-failed event.
+        print(f"bbx: the engine is not ready: {error}", file=sys.stderr)
+
+
 def _engine(name: str) -> Engine | None:
     if name == "claude":
         from beebox_impl.engine.claude import ClaudeEngine  # noqa: PLC0415
@@ -283,11 +292,17 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
 
 
 async def _serve_box_until_signalled(args: argparse.Namespace) -> None:
+    engine = _engine(args.engine)
     async with (
-        Box.open(args.box, engine=_engine(args.engine), start_timeout=args.start_timeout) as box,
+        Box.open(args.box, engine=engine, start_timeout=args.start_timeout) as box,
         serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
         anyio.create_task_group() as background,
     ):
+        # An engine that can get ready ahead of the first send (the Claude engine
+        # imports its SDK, 0.5–1 s) does so while the box waits for one.
+        prepare = getattr(engine, "prepare", None)
+        if prepare is not None:
+            background.start_soon(_prepare_engine, prepare, name="engine preparation")
         # The box's enabled schedule cards (the nightly chat review, once opted in).
         background.start_soon(
             partial(run_schedules, box.root, clock=box.clock), name="scheduled scripts"

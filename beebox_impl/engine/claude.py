@@ -569,6 +569,7 @@ class ClaudeEngine:
         self._setting_sources = setting_sources
         self._extra_options = dict(extra_options or {})
         self._closing_runs = ClosingRuns()
+        self._sdk: Any = None
 
     def agent_options(self, options: StartOptions) -> dict[str, object]:
         """The ``ClaudeAgentOptions`` fields a start uses (without the stderr hook)."""
@@ -618,9 +619,23 @@ class ClaudeEngine:
         )
         return dataclasses.replace(options, resume_session_id=None)
 
+    async def prepare(self) -> None:
+        """Import the SDK now, in a worker thread, so the first start does not wait for
+        it: importing claude-agent-sdk takes 0.5–1 s (its MCP client alone is about
+        half), and `bbx serve --engine claude` calls this as it starts. Raises
+        `EngineStartError` when the SDK is not installed. Idempotent."""
+        await self._load_sdk()
+
+    async def _load_sdk(self) -> Any:
+        # In a worker thread: an import run on the event loop holds every other task
+        # (a first send waited 0.6 s for its answer, the HTTP adapter with it).
+        if self._sdk is None:
+            self._sdk = await anyio.to_thread.run_sync(load_sdk)
+        return self._sdk
+
     async def start(self, options: StartOptions) -> ClaudeRun:
         """Connect a new client, or raise `EngineStartError` saying what went wrong."""
-        sdk: Any = load_sdk()
+        sdk: Any = await self._load_sdk()
         if self._cli_path is not None:
             cli = Path(self._cli_path)
             problem = await anyio.to_thread.run_sync(_cli_problem, cli)

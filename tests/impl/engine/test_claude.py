@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import stat
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
+import beebox_impl.engine.claude as claude_module
 from beebox_impl.engine import ClaudeEngine, ClaudeRun, EngineStartError, StartOptions
 from beebox_impl.engine.claude import INSTALL_HINT
 from beebox_impl.transcript.location import encode_project_dir
@@ -290,3 +293,30 @@ async def test_a_session_the_cli_never_wrote_is_started_anew(
     assert not any(str(arg).startswith("--resume") for arg in args)
     # A new session: it gets the system prompt.
     assert args[args.index("--system-prompt") + 1] == "be brief"
+
+
+@pytest.mark.anyio
+async def test_the_sdk_is_imported_off_the_event_loop_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Importing claude-agent-sdk takes up to a second: on the loop it held every task
+    # (a first send's answer, the HTTP adapter with it). `prepare` does it ahead.
+    threads: list[threading.Thread] = []
+
+    def recording_load() -> object:
+        threads.append(threading.current_thread())
+        return object()
+
+    monkeypatch.setattr(claude_module, "load_sdk", recording_load)
+    engine = ClaudeEngine()
+    await engine.prepare()
+    await engine.prepare()
+    assert len(threads) == 1
+    assert threads[0] is not threading.main_thread()
+
+
+@pytest.mark.anyio
+async def test_prepare_says_how_to_install_a_missing_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
+    with pytest.raises(EngineStartError, match=re.escape(INSTALL_HINT)):
+        await ClaudeEngine().prepare()
