@@ -24,7 +24,7 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   ``system/init`` (``session_id``, ``cwd``, ``model: "echo"``, ``tools: []``, …),
   as the CLI does in streaming-input mode.
 - **A turn.** The answer is decided as the turn is taken in, and the user line
-  and the answer's line are appended to the transcript in one write. The answer:
+  and the answer's lines are appended to the transcript in one write. The answer:
   one ``assistant`` message (one text block, ``stop_reason: end_turn``) whose text
   says what was received — ``You said: "…"`` and, for images,
   ``and sent 2 images (image/png, 12.3 KB; image/jpeg, 1.1 MB)`` (decimal units,
@@ -33,6 +33,13 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   ``duration_ms`` from the injected clock). The live messages' uuids are the
   transcript lines' uuids (§8.2). With ``replay_user_messages`` the user turn is
   also echoed as a ``user`` message with ``isReplay`` (``--replay-user-messages``).
+- **A tool turn.** A turn whose text starts with ``tool:`` (`ECHO_TOOL_PREFIX`)
+  first calls the echo's one tool, ``Echo`` (it runs nothing: its result is the
+  rest of the text), as the CLI writes a call: an ``assistant`` line holding the
+  ``tool_use`` block (``stop_reason: tool_use``), a ``user`` line holding its
+  ``tool_result`` (and ``toolUseResult``), then the answer as above; the stream
+  says the same (``assistant``, ``user``, ``assistant``, ``result`` with
+  ``num_turns: 2``). So an offline box shows a tool call and its result.
 - **Interrupt.** ``interrupt()`` applies to the turn in flight: the oldest turn
   sent whose answer is not yet decided. That turn gets no assistant message; the
   transcript records ``[Request interrupted by user]`` after its user line (as the
@@ -70,8 +77,14 @@ its lines, then hands out its messages. So a run needs no task of its own, and i
 answers at the pace the session reads. ``messages()`` is a plain async iterator,
 not a generator: a pump that stops reading leaves nothing to finalize.
 
-Lines are compact JSON (``separators=(",", ":")``, ``ensure_ascii=False``) in the
-key order the CLI writes; image blocks are written as the CLI writes them,
+Lines are compact JSON (``separators=(",", ":")``, ``ensure_ascii=False``) with
+the keys, in the order, Claude Code 2.1.332 writes for each kind of line the
+history reads — a prompt, a photo prompt, an answer, a tool call, its result, the
+interrupt notice (``tests/impl/engine/test_echo_shapes.py`` compares them with the
+lines of `tests/corpus/claude-code`); the values the echo has no reading of are
+plain (``version`` is `ECHO_VERSION`, ``entrypoint`` ``echo``, ``gitBranch``
+empty, efforts ``none``). A prompt's images come first, then its text, as the CLI
+writes them; image blocks are written as the CLI writes them,
 ``{"type":"image","source":{"type":"base64","media_type":…,"data":…}}``.
 """
 
@@ -95,6 +108,7 @@ from beebox_impl.engine.messages import (
     assistant_message,
     init_message,
     result_message,
+    tool_result_message,
     user_replay_message,
     zero_usage,
 )
@@ -107,6 +121,8 @@ from beebox_spec.media import image_blocks
 
 __all__ = [
     "ECHO_MODEL",
+    "ECHO_TOOL",
+    "ECHO_TOOL_PREFIX",
     "ECHO_VERSION",
     "INLINE_APPEND_BYTES",
     "INTERRUPTED_TEXT",
@@ -124,6 +140,12 @@ T = TypeVar("T")
 ECHO_MODEL = "echo"
 # The `version` of the lines it writes (the CLI writes its own version there).
 ECHO_VERSION = "1.0.0-echo"
+# The `entrypoint` of the lines it writes (the CLI writes how it was started there).
+ECHO_ENTRYPOINT = "echo"
+# A turn whose text starts so calls the echo's one tool first (module doc).
+ECHO_TOOL_PREFIX = "tool:"
+# That tool's name; it runs nothing, its result is the text after the prefix.
+ECHO_TOOL = "Echo"
 # What the CLI appends to the transcript when a turn is interrupted.
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 # The `errors` of an interrupted turn's result.
@@ -193,9 +215,14 @@ def describe_turn(content: TurnContent) -> str:
 # ---------------------------------------------------------------------------
 
 
+def _aware(moment: datetime) -> datetime:
+    # A naive time is taken as UTC (a test's clock may be naive).
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def iso_timestamp(moment: datetime) -> str:
     """`to_iso_timestamp`, with a naive time taken as UTC (a test's clock may be naive)."""
-    return to_iso_timestamp(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC))
+    return to_iso_timestamp(_aware(moment))
 
 
 def _transcript_block(block: JsonObject) -> JsonObject:
@@ -219,7 +246,26 @@ def _transcript_block(block: JsonObject) -> JsonObject:
 def _transcript_content(content: TurnContent) -> str | list[JsonValue]:
     if isinstance(content, str):
         return content
-    return [_transcript_block(block) for block in content]
+    # Claude Code writes a prompt's images before its text.
+    images = [block for block in content if block.get("type") == "image"]
+    others = [block for block in content if block.get("type") != "image"]
+    return [_transcript_block(block) for block in (*images, *others)]
+
+
+def _tool_text(content: TurnContent) -> str | None:
+    """What the echo's tool is called with, when the turn asks for it (module doc)."""
+    text = (
+        content
+        if isinstance(content, str)
+        else "\n".join(
+            part
+            for block in content
+            if block.get("type") == "text" and isinstance(part := block.get("text"), str)
+        )
+    )
+    if not text.startswith(ECHO_TOOL_PREFIX):
+        return None
+    return text[len(ECHO_TOOL_PREFIX) :].strip()
 
 
 def _encode_line(line: JsonObject) -> bytes:
@@ -471,8 +517,9 @@ class EchoRun:
         started = self._clock()
         parent_before, announced_before = self._parent_uuid, self._announced
         user_uuid = self._new_id()
+        prompt = _Prompt(self._new_id(), turn.number)
         content = _transcript_content(turn.content)
-        lines = [self._chained(user_uuid, self._user_line(user_uuid, content, started))]
+        lines = [self._chained(user_uuid, self._prompt_line(user_uuid, content, started, prompt))]
         said: list[JsonObject] = []
         if not self._announced:
             self._announced = True
@@ -492,10 +539,10 @@ class EchoRun:
         self._answers_decided = turn.number
         if turn.number in self._interrupted:
             self._interrupted.discard(turn.number)
-            line, answer = self._answer_interrupted(started)
+            answer_lines, answer = self._answer_interrupted(started, prompt)
         else:
-            line, answer = self._answer_echo(turn.content, started)
-        lines.append(line)
+            answer_lines, answer = self._answer_echo(turn.content, started, prompt)
+        lines.extend(answer_lines)
         if self._cut_short is None:
             self._cut_short = await self._files.run(ends_mid_line, self._path)
         if self._cut_short:
@@ -519,8 +566,13 @@ class EchoRun:
         self._outbox.extend(answer)
 
     def _answer_echo(
-        self, content: TurnContent, started: datetime
-    ) -> tuple[bytes, list[JsonObject]]:
+        self, content: TurnContent, started: datetime, prompt: _Prompt
+    ) -> tuple[list[bytes], list[JsonObject]]:
+        lines: list[bytes] = []
+        said: list[JsonObject] = []
+        tool_text = _tool_text(content)
+        if tool_text is not None:
+            lines, said = self._call_the_tool(tool_text, prompt)
         reply = describe_turn(content)
         assistant_uuid = self._new_id()
         assistant = assistant_message(
@@ -538,16 +590,66 @@ class EchoRun:
             session_id=self._session_id,
             uuid=self._new_id(),
             result=reply,
+            num_turns=2 if tool_text is not None else 1,
             duration_ms=self._elapsed_ms(started),
             stop_reason="end_turn",
             usage=zero_usage(),
         )
-        return self._chained(assistant_uuid, line), [assistant, result]
+        lines.append(self._chained(assistant_uuid, line))
+        return lines, [*said, assistant, result]
 
-    def _answer_interrupted(self, started: datetime) -> tuple[bytes, list[JsonObject]]:
+    def _call_the_tool(self, text: str, prompt: _Prompt) -> tuple[list[bytes], list[JsonObject]]:
+        """The `Echo` tool's call and its result: their lines and their messages."""
+        call_uuid, result_uuid = self._new_id(), self._new_id()
+        tool_use_id = "toolu_" + self._new_id().replace("-", "")[:24]
+        call_block: JsonObject = {
+            "type": "tool_use",
+            "id": tool_use_id,
+            "name": ECHO_TOOL,
+            "input": {"text": text},
+        }
+        call = assistant_message(
+            "",
+            session_id=self._session_id,
+            uuid=call_uuid,
+            message_id="msg_" + self._new_id().replace("-", ""),
+            model=ECHO_MODEL,
+            stop_reason="tool_use",
+            usage=zero_usage(),
+            block=call_block,
+        )
+        request_id = "req_" + self._new_id().replace("-", "")
+        # Chained now: the result hangs under its call.
+        call_line = self._chained(
+            call_uuid, self._assistant_line(call_uuid, call["message"], request_id, tool=True)
+        )
+        result_block: JsonObject = {
+            "tool_use_id": tool_use_id,
+            "type": "tool_result",
+            "content": text,
+            "is_error": False,
+        }
+        record: JsonObject = {
+            "stdout": text,
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+            "noOutputExpected": False,
+        }
+        result = tool_result_message(
+            result_block, session_id=self._session_id, uuid=result_uuid, tool_use_result=record
+        )
+        result_line = self._tool_result_line(
+            result_uuid, result_block, record, source=call_uuid, prompt=prompt
+        )
+        return [call_line, self._chained(result_uuid, result_line)], [call, result]
+
+    def _answer_interrupted(
+        self, started: datetime, prompt: _Prompt
+    ) -> tuple[list[bytes], list[JsonObject]]:
         marker_uuid = self._new_id()
         marker: list[JsonValue] = [{"type": "text", "text": INTERRUPTED_TEXT}]
-        line = self._user_line(marker_uuid, marker, self._clock())
+        line = self._notice_line(marker_uuid, marker, self._clock(), prompt)
         result = result_message(
             session_id=self._session_id,
             uuid=self._new_id(),
@@ -558,7 +660,7 @@ class EchoRun:
             usage=zero_usage(),
             errors=[INTERRUPTED_ERROR],
         )
-        return self._chained(marker_uuid, line), [result]
+        return [self._chained(marker_uuid, line)], [result]
 
     def _over(self) -> bool:
         # A method, not the attribute: close() may have run at any await.
@@ -572,40 +674,134 @@ class EchoRun:
         self._parent_uuid = uuid
         return _encode_line(line)
 
-    def _envelope(self) -> JsonObject:
+    # The lines, with the keys in the order Claude Code 2.1.332 writes them (module doc).
+
+    def _head(self) -> JsonObject:
+        return {"parentUuid": self._parent_uuid, "isSidechain": False}
+
+    def _tail(self) -> JsonObject:
         return {
-            "parentUuid": self._parent_uuid,
-            "isSidechain": False,
             "userType": "external",
+            "entrypoint": ECHO_ENTRYPOINT,
             "cwd": self._cwd,
             "sessionId": self._session_id,
             "version": ECHO_VERSION,
+            "gitBranch": "",
         }
 
-    def _user_line(self, uuid: str, content: str | list[JsonValue], at: datetime) -> JsonObject:
-        line = self._envelope()
+    def _prompt_line(
+        self, uuid: str, content: str | list[JsonValue], at: datetime, prompt: _Prompt
+    ) -> JsonObject:
+        line = self._head()
         line.update(
             {
+                "promptId": prompt.prompt_id,
                 "type": "user",
                 "message": {"role": "user", "content": content},
                 "uuid": uuid,
                 "timestamp": iso_timestamp(at),
             }
         )
-        return line
-
-    def _assistant_line(self, uuid: str, body: JsonValue, request_id: str) -> JsonObject:
-        line = self._envelope()
+        photos = len(image_blocks(content)) if isinstance(content, list) else 0
+        if photos:
+            pasted: list[JsonValue] = list(range(1, photos + 1))
+            line["imagePasteIds"] = pasted
         line.update(
             {
-                "message": body,
+                "permissionMode": "default",
+                "promptSource": "sdk",
+                "sentAtMs": int(_aware(at).timestamp() * 1000),
+                "rowSource": "local",
+                "turnOrigin": "sdk",
+                "turnPosition": {"promptIndex": 0, "turnIndex": prompt.turn_index},
+            }
+        )
+        line.update(self._tail())
+        return line
+
+    def _notice_line(
+        self, uuid: str, content: list[JsonValue], at: datetime, prompt: _Prompt
+    ) -> JsonObject:
+        # What the CLI itself writes in a user's place (the interrupt notice).
+        line = self._head()
+        line.update(
+            {
+                "promptId": prompt.prompt_id,
+                "type": "user",
+                "message": {"role": "user", "content": content},
+                "rowSource": "harness",
+                "uuid": uuid,
+                "timestamp": iso_timestamp(at),
+            }
+        )
+        line.update(self._tail())
+        return line
+
+    def _tool_result_line(
+        self,
+        uuid: str,
+        block: JsonObject,
+        record: JsonObject,
+        *,
+        source: str,
+        prompt: _Prompt,
+    ) -> JsonObject:
+        line = self._head()
+        line.update(
+            {
+                "promptId": prompt.prompt_id,
+                "type": "user",
+                "message": {"role": "user", "content": [block]},
+                "uuid": uuid,
+                "timestamp": iso_timestamp(self._clock()),
+                "toolUseResult": record,
+                "sandboxed": False,
+                "sourceToolAssistantUUID": source,
+                "permissionDecision": {
+                    "decision": "accept",
+                    "source": "config",
+                    "reasonType": "rule",
+                    "ruleSource": ECHO_ENTRYPOINT,
+                },
+            }
+        )
+        line.update(self._tail())
+        return line
+
+    def _assistant_line(
+        self, uuid: str, body: JsonValue, request_id: str, *, tool: bool = False
+    ) -> JsonObject:
+        line = self._head()
+        message = dict(body) if isinstance(body, dict) else {}
+        message["stop_details"] = None
+        line["message"] = message
+        if tool:
+            line["toolInputStreamMs"] = 0
+        line.update(
+            {
+                "apiBlockIndex": 0,
                 "requestId": request_id,
+                "requestRef": self._new_id(),
+                "requestedModel": ECHO_MODEL,
+                "promptCacheRequested": "none",
                 "type": "assistant",
                 "uuid": uuid,
                 "timestamp": iso_timestamp(self._clock()),
+                "effort": "none",
+                "perTurnEffort": "none",
+                "madeBy": "model",
             }
         )
+        line.update(self._tail())
         return line
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """The prompt a turn's lines belong to: its id, and its place among the run's turns."""
+
+    prompt_id: str
+    turn_index: int
 
 
 class EchoEngine:

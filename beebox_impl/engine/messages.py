@@ -26,19 +26,28 @@ __all__ = [
     "init_message",
     "raw_sdk_message",
     "result_message",
+    "tool_result_message",
     "user_replay_message",
     "zero_usage",
 ]
 
 
 def zero_usage() -> JsonObject:
-    """A Messages-API ``usage`` object with every count at zero (an engine with no model)."""
+    """A Messages-API ``usage`` object with every count at zero (an engine with no model),
+    with the fields Claude Code 2.1.332 writes."""
     return {
         "input_tokens": 0,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": 0,
+        "output_tokens_details": {"thinking_tokens": 0},
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
         "service_tier": "standard",
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "inference_geo": "",
+        "iterations": [],
+        "speed": "standard",
+        "fallback_credit": None,
     }
 
 
@@ -94,8 +103,10 @@ def assistant_message(
     model: str,
     stop_reason: str | None = None,
     usage: JsonObject | None = None,
+    block: JsonObject | None = None,
 ) -> JsonObject:
-    """``assistant``: one completed text block of the model's message.
+    """``assistant``: one completed block of the model's message — a text block of
+    ``text``, or ``block`` when given (a ``tool_use``).
 
     ``stop_reason`` is null on all but a message's last block, as the CLI sends it.
     """
@@ -104,7 +115,7 @@ def assistant_message(
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
+        "content": [block if block is not None else {"type": "text", "text": text}],
         "stop_reason": stop_reason,
     }
     if usage is not None:
@@ -131,6 +142,21 @@ def user_replay_message(
         "session_id": session_id,
         "uuid": uuid,
         "isReplay": True,
+    }
+
+
+def tool_result_message(
+    block: JsonObject, *, session_id: str, uuid: str, tool_use_result: JsonValue
+) -> JsonObject:
+    """``user``: a tool's result, as the CLI hands it back to the model (``block`` is
+    the ``tool_result`` content block; ``tool_use_result`` the tool's own record)."""
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": [block]},
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": uuid,
+        "tool_use_result": tool_use_result,
     }
 
 

@@ -10,7 +10,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import pytest
@@ -220,18 +220,28 @@ async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
     for line in raw_lines:
         assert line == json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert user_line == {
-        "parentUuid": None,
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": session,
-        "version": ECHO_VERSION,
-        "type": "user",
-        "message": {"role": "user", "content": "hello"},
-        "uuid": user_line["uuid"],
-        "timestamp": "2026-03-01T12:00:00.123Z",
-    }
+    # The keys, in the order, Claude Code 2.1.332 writes them (test_echo_shapes.py).
+    assert list(user_line.items()) == [
+        ("parentUuid", None),
+        ("isSidechain", False),
+        ("promptId", user_line["promptId"]),
+        ("type", "user"),
+        ("message", {"role": "user", "content": "hello"}),
+        ("uuid", user_line["uuid"]),
+        ("timestamp", "2026-03-01T12:00:00.123Z"),
+        ("permissionMode", "default"),
+        ("promptSource", "sdk"),
+        ("sentAtMs", 1772366400123),
+        ("rowSource", "local"),
+        ("turnOrigin", "sdk"),
+        ("turnPosition", {"promptIndex": 0, "turnIndex": 1}),
+        ("userType", "external"),
+        ("entrypoint", "echo"),
+        ("cwd", cwd),
+        ("sessionId", session),
+        ("version", ECHO_VERSION),
+        ("gitBranch", ""),
+    ]
     # The live uuid is the transcript line's (transcript-format §8.2), chained.
     assert assistant_line["uuid"] == assistant["uuid"]
     assert assistant_line["parentUuid"] == user_line["uuid"]
@@ -249,6 +259,7 @@ async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
         "stop_reason": "end_turn",
         "stop_sequence": None,
         "usage": message["usage"],
+        "stop_details": None,
     }
     assert str(message["id"]).startswith("msg_")
 
@@ -301,13 +312,14 @@ async def test_a_photo_turn_is_stripped_by_the_reader_and_served_back_by_referen
         "uuid": user_uuid,
         "type": "user",
         "timestamp": "2026-03-01T12:00:00.123Z",
+        # Its photo first, then its text, as Claude Code writes a prompt.
         "content": [
-            {"type": "text", "text": "my cat"},
             {
                 "type": "image",
                 "imageRef": f"{run.session_id}/{user_uuid}/0",
                 "mediaType": "image/png",
             },
+            {"type": "text", "text": "my cat"},
         ],
     }
     assert extract_media(user_line, 0) == {"ok": True, "mediaType": "image/png", "data": photo}
@@ -417,6 +429,42 @@ def test_last_chain_uuid_reads_across_blocks(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # Interrupt and close
 # ---------------------------------------------------------------------------
+
+
+async def test_a_tool_turn_calls_the_echo_tool_and_the_history_shows_its_result(
+    box: Path, projects: Path
+) -> None:
+    run = await engine_for(projects).start(StartOptions(cwd=box))
+    stream = run.messages()
+    said: list[Any] = await turn(run, stream, "tool: look here")
+    _, call, result, answer, done = said
+    assert [m["type"] for m in (call, result, answer, done)] == [
+        "assistant",
+        "user",
+        "assistant",
+        "result",
+    ]
+    (use,) = call["message"]["content"]
+    assert use == {
+        "type": "tool_use",
+        "id": use["id"],
+        "name": "Echo",
+        "input": {"text": "look here"},
+    }
+    assert result["message"]["content"][0]["tool_use_id"] == use["id"]
+    assert result["tool_use_result"]["stdout"] == "look here"
+    assert done["num_turns"] == 2
+    entries = entries_from_lines(
+        run.session_id, split_transcript_lines(run.transcript_path.read_bytes())
+    )
+    assert [entry["content"][0]["type"] for entry in entries] == ["text", "tool_use", "text"]
+    shown_call = entries[1]["content"][0]
+    assert shown_call.get("resultSummary") == "look here"
+    assert shown_call.get("inputSummary") == '{"text":"look here"}'
+    # Only a text that starts with the prefix asks for the tool.
+    plain = await turn(run, stream, "no tool: here")
+    assert [m["type"] for m in plain] == ["assistant", "result"]
+    await run.close()
 
 
 async def test_an_interrupted_turn_ends_with_an_error_result(box: Path, projects: Path) -> None:
