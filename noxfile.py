@@ -19,6 +19,9 @@ nox.options.error_on_external_run = True
 
 PACKAGES = ["beebox_spec", "beebox_impl", "conformance"]
 
+# The extras the test suite runs with: its tools, Claude Code, and the model clients.
+TEST_EXTRAS = ("test", "claude", "anthropic", "openai")
+
 # The browser the chat page's tests drive: Debian's package, never a downloaded build.
 CHROMIUM = "/usr/bin/chromium"
 
@@ -34,8 +37,9 @@ def install(session: nox.Session, *extras: str) -> None:
 def tests(session: nox.Session) -> None:
     """The pytest suite, on asyncio and trio (the page's tests run in `browser`)."""
     # The model clients too: the remote reviewers' tests (redaction before a span
-    # leaves the machine) run against local fake servers through them.
-    install(session, "test", "anthropic", "openai")
+    # leaves the machine) run against local fake servers through them. And Claude
+    # Code itself (the claude extra): tests/agent runs the real CLI, offline.
+    install(session, *TEST_EXTRAS)
     # One worker a core, at most four: the suite's crash and load tests start servers
     # and clients of their own beside the workers. On CI's two cores (12-04, fresh-clone
     # runs) the suite took 8 min 7 s on one worker and 4 min 3 s to 4 min 21 s on two.
@@ -80,7 +84,8 @@ def browser(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over the packages, the tests and this file."""
-    install(session, "test")
+    # What the tests import, so their types are checked too.
+    install(session, *TEST_EXTRAS)
     session.install("nox")
     session.run("mypy", *session.posargs)
 
@@ -111,11 +116,13 @@ def deep(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks, each figure beside a baseline measured in the same run (long)."""
-    install(session)
+    # The Claude benchmark runs the CLI the claude extra bundles.
+    install(session, "claude")
     session.run("python", "bench/transcripts.py", *session.posargs)
     session.run("python", "bench/sessions.py", *session.posargs)
     session.run("python", "bench/box_http.py", *session.posargs)
     session.run("python", "bench/review.py", *session.posargs)
+    session.run("python", "bench/claude.py", *session.posargs)
 
 
 @nox.session

@@ -212,12 +212,16 @@ async def _trim_heap_periodically(every: float) -> None:
         await anyio.to_thread.run_sync(trim_free_heap)
 
 
-async def _prepare_engine(prepare: Callable[[], Awaitable[None]]) -> None:
+async def _prepare_engine(engine: Engine | None, ready: anyio.Event) -> None:
+    prepare: Callable[[], Awaitable[None]] | None = getattr(engine, "prepare", None)
     try:
-        await prepare()
+        if prepare is not None:
+            await prepare()
     except EngineStartError as error:
         # Said again, to the person, by the first send's start-failed event.
         print(f"bbx: the engine is not ready: {error}", file=sys.stderr)
+    finally:
+        ready.set()
 
 
 def _engine(name: str) -> Engine | None:
@@ -293,16 +297,23 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
 
 async def _serve_box_until_signalled(args: argparse.Namespace) -> None:
     engine = _engine(args.engine)
+    engine_ready = anyio.Event()
+    async with anyio.create_task_group() as preparing:
+        # An engine that can get ready ahead of the first send does so while the box
+        # opens (the Claude engine imports its SDK: 0.5–1 s, which a first send
+        # would otherwise wait for), and the box says it serves once it is ready.
+        preparing.start_soon(_prepare_engine, engine, engine_ready, name="engine preparation")
+        await _serve_open_box_until_signalled(args, engine, engine_ready)
+
+
+async def _serve_open_box_until_signalled(
+    args: argparse.Namespace, engine: Engine | None, engine_ready: anyio.Event
+) -> None:
     async with (
         Box.open(args.box, engine=engine, start_timeout=args.start_timeout) as box,
         serve_box(box, host=args.host, port=args.port, allow_remote=args.allow_remote) as running,
         anyio.create_task_group() as background,
     ):
-        # An engine that can get ready ahead of the first send (the Claude engine
-        # imports its SDK, 0.5–1 s) does so while the box waits for one.
-        prepare = getattr(engine, "prepare", None)
-        if prepare is not None:
-            background.start_soon(_prepare_engine, prepare, name="engine preparation")
         # The box's enabled schedule cards (the nightly chat review, once opted in).
         background.start_soon(
             partial(run_schedules, box.root, clock=box.clock), name="scheduled scripts"
@@ -312,6 +323,7 @@ async def _serve_box_until_signalled(args: argparse.Namespace) -> None:
                 _trim_heap_periodically, args.trim_heap_every, name="heap trimming"
             )
         serve_file = _write_serve_file(box, running)
+        await engine_ready.wait()
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 print(serving_line(box.root, running.login_url), flush=True)
