@@ -19,6 +19,7 @@ Scripting. Each ``POST /v1/messages`` takes the next answer a test queued with
   500, 529 overloaded, 401, …).
 - `Drop` — the stream starts, sends part of a text, and the connection is cut (a
   request that is not streamed gets the start of its body, then the cut).
+- `Garbled` — a ``200`` whose body is not the API's (event lines that are not JSON).
 
 A request with nothing scripted is answered by the double's ``fallback`` answer
 (by default a short text) and counted in `MessagesApiDouble.unscripted`, so a
@@ -51,6 +52,7 @@ __all__ = [
     "Answer",
     "Drop",
     "Fail",
+    "Garbled",
     "MessagesApiDouble",
     "Recorded",
     "Reply",
@@ -160,7 +162,15 @@ class Drop:
     text: str = "cut off"
 
 
-Answer: TypeAlias = Reply | Fail | Drop
+@dataclass(frozen=True)
+class Garbled:
+    """A ``200`` whose body is not what the API sends: ``body`` as it is, under the
+    content type a streamed answer has (default: event lines that are not JSON)."""
+
+    body: bytes = b"event: message_start\ndata: {this is not json\n\n"
+
+
+Answer: TypeAlias = Reply | Fail | Drop | Garbled
 
 
 @dataclass(frozen=True)
@@ -348,6 +358,8 @@ class MessagesApiDouble:
                 streaming = isinstance(body, dict) and body.get("stream") is True
                 if isinstance(answer, Fail):
                     self._fail(answer)
+                elif isinstance(answer, Garbled):
+                    self._garbled(answer)
                 elif streaming:
                     self._stream(answer, str(model))
                 elif isinstance(answer, Drop):
@@ -377,6 +389,13 @@ class MessagesApiDouble:
                 # x-should-retry is the API's own hint; the CLI reads it.
                 extra["x-should-retry"] = "true" if fail.status in (429, 500, 529) else "false"
                 self._json(fail.status, _error_body(fail.error_type, fail.message), extra)
+
+            def _garbled(self, garbled: Garbled) -> None:
+                self.send_response(HTTPStatus.OK)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(garbled.body)))
+                self.end_headers()
+                self.wfile.write(garbled.body)
 
             def _cut_short(self) -> None:
                 # A whole-message answer whose body never arrives in full.

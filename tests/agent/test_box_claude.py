@@ -29,7 +29,15 @@ from beebox_impl.transcript.media import MediaFound
 from beebox_spec.entries import SessionEntry, SessionHistory
 from tests.agent.box_support import EventLog, claude_box, wait_until
 from tests.agent.claude_cli import OfflineClaude, claude_processes, cli_path, kill
-from tests.agent.messages_api import Drop, Fail, MessagesApiDouble, Reply, Text, ToolUse
+from tests.agent.messages_api import (
+    Drop,
+    Fail,
+    Garbled,
+    MessagesApiDouble,
+    Reply,
+    Text,
+    ToolUse,
+)
 from tests.agent.photos import noise_png
 
 pytestmark = pytest.mark.anyio
@@ -448,13 +456,15 @@ async def test_a_429_or_a_dropped_stream_is_retried_and_the_turn_succeeds(
         pytest.param([Fail(529, "Overloaded")] * 3, "529", id="529"),
         # Three streamed tries, then one not streamed: all cut.
         pytest.param([Drop("half an answer")] * 4, "Connection to the API was lost", id="dropped"),
+        # An answer the CLI cannot use: streamed, then not streamed (its own retry).
+        pytest.param([Garbled()] * 2, "malformed response", id="garbled"),
     ],
 )
 async def test_an_api_error_is_a_readable_event_and_the_next_send_works(
     tmp_path: Path,
     claude: OfflineClaude,
     api: MessagesApiDouble,
-    failures: list[Fail | Drop],
+    failures: list[Fail | Drop | Garbled],
     words: str,
 ) -> None:
     # The CLI retries twice here (`CLAUDE_RETRIES`): three failures are final.
