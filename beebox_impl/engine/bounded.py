@@ -5,8 +5,10 @@ request, an MCP server that never comes up. The SDK gives up after its own
 timeout (60 s, and more on some versions), and a session in ``starting`` is busy
 all that while: every send queues behind a run that will never open. Wrapped in
 `BoundedStartEngine`, an engine's start that has not opened a run within
-``timeout`` seconds is cancelled (the engine's own cleanup runs: the SDK stops
-the process it spawned) and fails with `EngineStartError`, which the sessions
+``timeout`` seconds is cancelled (the engine's own cleanup runs: the Claude
+engine stops the CLI it spawned — SIGTERM, then SIGKILL after 2 s,
+`beebox_impl.engine.claude.STOP_GRACE_S` — so the failure comes at most that much
+after the timeout) and fails with `EngineStartError`, which the sessions
 treat like any failed start: back to ``idle``, a drained queue put back at its
 head, the caller's text reported in `StartFailed` (the lifecycle's rule 2).
 

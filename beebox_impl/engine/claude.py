@@ -58,6 +58,7 @@ too (``Box.open(projects_root=...)``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import logging
@@ -98,6 +99,8 @@ SDK_MODULE = "claude_agent_sdk"
 INSTALL_HINT = "pip install 'beebox[claude]'"
 # How many of the CLI's last stderr lines a start failure quotes.
 _STDERR_TAIL = 20
+# How long a CLI given up on at start has to exit on SIGTERM before it is killed.
+STOP_GRACE_S = 2.0
 # How long a close waits for the CLI to end a turn in flight before it disconnects
 # anyway (the SDK then waits 5 s for the process to exit, and terminates it).
 INTERRUPT_ON_CLOSE_S = 3.0
@@ -280,6 +283,61 @@ def raw_message_from_sdk(
 # ---------------------------------------------------------------------------
 # The engine and its runs
 # ---------------------------------------------------------------------------
+
+
+def _sdk_process(client: Any) -> Any:
+    # The CLI process the SDK spawned, where this SDK keeps it (no public handle);
+    # None before it is spawned, or on an SDK that keeps it elsewhere.
+    return getattr(getattr(client, "_transport", None), "_process", None)
+
+
+async def _stop_process(process: Any) -> None:
+    # SIGTERM lets the CLI end what it started (a hook's processes; it takes about
+    # 1.5 s); one that has not exited after `STOP_GRACE_S` is killed.
+    with contextlib.suppress(ProcessLookupError):
+        process.terminate()
+    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_GRACE_S):
+        await process.wait()
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
+async def _connect(client: Any) -> None:
+    """``client.connect()``; a start given up on (cancelled) ends its CLI at once.
+
+    The SDK answers the cancellation by closing the CLI's input and waiting 5 s
+    for it to exit before it terminates it: a CLI hung at start (a hook that never
+    ends, the initialize request never answered) would hold the failed start 5 s
+    past the box's start timeout, and 10 s when it ignores SIGTERM. A watcher
+    stops it the moment the start is cancelled (`_stop_process`: at most
+    `STOP_GRACE_S`), so the SDK's wait ends with it.
+    """
+    connected = False
+    failure: Exception | None = None
+
+    async def terminate_if_given_up() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            process = _sdk_process(client)
+            if not connected and process is not None and process.returncode is None:
+                logger.warning("Claude Code's start was given up on: stopping it")
+                await _stop_process(process)
+
+    async with anyio.create_task_group() as watch:
+        watch.start_soon(terminate_if_given_up)
+        try:
+            await client.connect()
+            connected = True
+        except Exception as error:
+            # Kept to be raised as it is, not as a group of one.
+            failure = error
+        finally:
+            connected = connected or failure is not None
+            watch.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 def _cli_problem(cli: Path) -> str | None:
@@ -656,7 +714,7 @@ class ClaudeEngine:
             options=sdk.ClaudeAgentOptions(**self.agent_options(options), stderr=on_stderr)
         )
         try:
-            await client.connect()
+            await _connect(client)
         except sdk.CLINotFoundError as error:
             raise EngineStartError(
                 f"the Claude Code CLI is not available ({error}); install Claude Code, "
