@@ -1,0 +1,106 @@
+"""`ChatSessionPool` on Claude Code itself: park and resume with real CLI processes.
+
+Two chat threads share one pool, one active session at a time. The CLI that the
+``claude`` extra bundles runs each thread's session against the Messages API
+double, which answers in ``<chat-response>`` tags as the thread prompt asks. A
+send on the other thread parks the active one (its CLI exits, its session id
+stays in its record); a send back resumes that session in a fresh CLI, and the
+API sees that thread's conversation and nothing of the other's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from beebox_impl.session import ChatSessionPool, PoolSendResult, TurnSettlement
+from beebox_impl.store import InMemoryThreadRecordStore
+from beebox_spec.thread_pool import REMINDER
+from tests.agent.claude_cli import OfflineClaude, claude_processes
+from tests.agent.messages_api import MessagesApiDouble, Reply
+
+pytestmark = pytest.mark.anyio
+
+THREAD_PROMPT = "You answer chat threads. Wrap every reply in <chat-response> tags."
+
+
+def answer(text: str) -> Reply:
+    """The model's reply to a thread, with a note outside the tags (not delivered)."""
+    return Reply.text(f"Thinking it over. <chat-response>{text}</chat-response>")
+
+
+def done(*responses: str) -> PoolSendResult:
+    return PoolSendResult(responses, True, TurnSettlement("done"))
+
+
+async def test_two_threads_park_and_resume_their_own_sessions(
+    tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
+) -> None:
+    api.script(answer("t1, first"), answer("t2, first"), answer("t1, again"))
+    box_root = tmp_path / "box"
+    box_root.mkdir()
+    records = InMemoryThreadRecordStore()
+    with anyio.fail_after(60):
+        async with ChatSessionPool.open(
+            engine=claude.engine(), box_root=box_root, records=records, thread_prompt=THREAD_PROMPT
+        ) as pool:
+            first = await pool.send("t1", "hello from t1")
+            (t1_cli,) = claude_processes(claude.config)
+            t1_session = pool.records["t1"]["sessionId"]
+
+            # t2 parks t1: its CLI is gone before t2's turn has ended, its id kept.
+            second = await pool.send("t2", "hello from t2")
+            (t2_cli,) = claude_processes(claude.config)
+            assert pool.active_thread == "t2"
+            assert pool.records["t1"]["sessionId"] == t1_session
+            t2_session = pool.records["t2"]["sessionId"]
+
+            # Back on t1: t2 parked in turn, t1's session resumed in a fresh CLI.
+            third = await pool.send("t1", "t1 once more")
+            (t1_again_cli,) = claude_processes(claude.config)
+            assert pool.active_thread == "t1"
+            active = pool.active_session
+            assert active is not None
+            assert active.session_id == t1_session
+            in_memory = pool.records
+        left = claude_processes(claude.config)
+    assert first == done("t1, first")
+    assert second == done("t2, first")
+    assert third == done("t1, again")
+    # Three CLIs, one after another; none outlives the pool.
+    assert len({t1_cli, t2_cli, t1_again_cli}) == 3
+    assert left == []
+    # The records: both sessions, each counted, and what the store holds is the same.
+    assert t2_session != t1_session
+    assert {ref: record["sessionId"] for ref, record in in_memory.items()} == {
+        "t1": t1_session,
+        "t2": t2_session,
+    }
+    assert in_memory["t1"]["messageCount"] == 2
+    assert in_memory["t2"]["messageCount"] == 1
+    assert await records.load_all() == in_memory
+    # The sessions are the CLI's own: one transcript each, named by its id.
+    assert sorted(path.stem for path in claude.transcripts()) == sorted([t1_session, t2_session])
+
+    requests = api.message_requests
+    assert len(requests) == 3
+    assert api.unscripted == 0
+    # New sessions start with the bare text.
+    assert [request.user_texts() for request in requests[:2]] == [
+        ["hello from t1"],
+        ["hello from t2"],
+    ]
+    # The thread prompt starts each new session; the resumed one keeps it (the CLI
+    # restores it, as `ClaudeEngine` counts on when it passes none for a resume).
+    assert all(THREAD_PROMPT in request.system_text() for request in requests)
+    # The resumed turn carries t1's conversation, the reminder, and nothing of t2's.
+    resumed = requests[2]
+    assert resumed.user_texts() == ["hello from t1", "t1 once more" + REMINDER]
+    said = [
+        block.get("text") for block in resumed.blocks("assistant") if block.get("type") == "text"
+    ]
+    assert said == ["Thinking it over. <chat-response>t1, first</chat-response>"]
+    assert not any("from t2" in text or "t2, first" in text for text in resumed.user_texts())
+    assert "t2, first" not in str(resumed.messages)
