@@ -26,6 +26,11 @@ pytestmark = pytest.mark.anyio
 THREAD_PROMPT = "You answer chat threads. Wrap every reply in <chat-response> tags."
 
 
+def command_line(pid: int) -> list[str]:
+    """The arguments the process ``pid`` was started with (Linux /proc)."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
 def answer(text: str) -> Reply:
     """The model's reply to a thread, with a note outside the tags (not delivered)."""
     return Reply.text(f"Thinking it over. <chat-response>{text}</chat-response>")
@@ -48,6 +53,7 @@ async def test_two_threads_park_and_resume_their_own_sessions(
         ) as pool:
             first = await pool.send("t1", "hello from t1")
             (t1_cli,) = claude_processes(claude.config)
+            t1_args = command_line(t1_cli)
             t1_session = pool.records["t1"]["sessionId"]
 
             # t2 parks t1: its CLI is gone before t2's turn has ended, its id kept.
@@ -60,6 +66,7 @@ async def test_two_threads_park_and_resume_their_own_sessions(
             # Back on t1: t2 parked in turn, t1's session resumed in a fresh CLI.
             third = await pool.send("t1", "t1 once more")
             (t1_again_cli,) = claude_processes(claude.config)
+            resumed_args = command_line(t1_again_cli)
             assert pool.active_thread == "t1"
             active = pool.active_session
             assert active is not None
@@ -92,8 +99,14 @@ async def test_two_threads_park_and_resume_their_own_sessions(
         ["hello from t1"],
         ["hello from t2"],
     ]
-    # The thread prompt starts each new session; the resumed one keeps it (the CLI
-    # restores it, as `ClaudeEngine` counts on when it passes none for a resume).
+    # The box gives the thread prompt to a new session's CLI only; the resumed CLI
+    # is told which session to resume, and no prompt.
+    assert THREAD_PROMPT in t1_args
+    assert not any(arg.startswith("--resume") for arg in t1_args)
+    assert f"--resume={t1_session}" in resumed_args
+    assert THREAD_PROMPT not in resumed_args
+    # The API sees the prompt in every request all the same: the CLI restores it
+    # from the session, as `ClaudeEngine` counts on when it passes none for a resume.
     assert all(THREAD_PROMPT in request.system_text() for request in requests)
     # The resumed turn carries t1's conversation, the reminder, and nothing of t2's.
     resumed = requests[2]
