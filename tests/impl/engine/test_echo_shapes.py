@@ -28,8 +28,14 @@ from beebox_spec.entries import JsonObject, JsonValue
 from tests.agent.photos import noise_png
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "claude-code"
+
+
+def _version(path: Path) -> tuple[int, ...]:
+    return tuple(int(part) for part in path.parent.name.split(".") if part.isdigit())
+
+
 # The newest recording is the CLI the claude extra bundles now.
-CLI_SESSION = sorted(CORPUS.glob("*/session.jsonl"))[-1]
+CLI_SESSION = max(CORPUS.glob("*/session.jsonl"), key=_version)
 OPAQUE_KEYS = ("input", "toolUseResult")
 
 Shape = Any
