@@ -83,13 +83,15 @@ The history read, top to bottom:
    naming the call's `tool_use_id` — and rule 4 drops that turn as plumbing, so
    the call would show without what it gave back. Instead, reading in file order,
    each `tool_result` block of a parsed user record (dropped or kept, at the top
-   level of `message.content`) answers the latest unanswered `tool_use` block with
-   that id among the entries before it: that block gets `resultSummary` (the
-   result's summary, §1.3's `summarize_tool_result`) and `isError: true` when the
-   result says `is_error: true`. A call is answered once; a result whose call is
-   not there to answer (answered already, never written, an empty id, or in an
-   oversize line, whose stub has no blocks) attaches nowhere, and an oversize
-   line is never parsed, so a result in one attaches nothing either.
+   level of `message.content`) answers the call its id names: the latest
+   `tool_use` block with that id among the entries before it (a later block with
+   an id shadows an earlier one), unless that block is answered already. That
+   block gets `resultSummary` (the result's summary, §1.3's
+   `summarize_tool_result`) and `isError: true` when the result says `is_error:
+   true`. A call is answered once; a result whose call is not there to answer
+   (answered already, shadowed, never written, an empty id, or in an oversize
+   line, whose stub has no blocks) attaches nowhere, and an oversize line is
+   never parsed, so a result in one attaches nothing either.
    **(inference)** The original copied each tool_result's summary onto the
    matching earlier `tool_use` block (`cli/lib/session-entry.ts`, read for this
    rule); no spec source states it, and its code was not read for the edge cases:
@@ -307,8 +309,11 @@ def sniff_top_level_keys(head: str) -> list[tuple[str, str | None]]:
     head that does not open with an object shows no keys.
     """
     keys: list[tuple[str, str | None]] = []
+    at = len(head) - len(head.lstrip())
+    # Only an object has keys: a head that opens with anything else shows none.
+    if not head.startswith("{", at):
+        return keys
     depth = 0
-    at = 0
     previous = ""
     while at < len(head):
         char = head[at]
@@ -325,7 +330,7 @@ def sniff_top_level_keys(head: str) -> list[tuple[str, str | None]]:
             depth += 1
         elif char in "}]":
             depth -= 1
-        # Only an object's keys are keys; a head that opens otherwise shows none.
+        # The outer object has closed: what follows is not its.
         if depth <= 0 and not char.isspace():
             break
         if not char.isspace():
@@ -389,7 +394,8 @@ _SYNTHETIC_MODEL: Final = "<synthetic>"
 def entries_from_lines(session_id: str, lines: Sequence[str]) -> list[SessionEntry]:
     """The history read: every entry of the transcript, in file order."""
     entries: list[SessionEntry] = []
-    # Rule 5: the calls not yet answered, by id (the latest block with the id).
+    # Rule 5: the calls not yet answered, by id (the latest block with the id
+    # shadows an earlier one, answered or not).
     unanswered: dict[str, SessionContentBlock] = {}
     for line in read_transcript_lines(lines):
         if line["kind"] == "oversize":

@@ -82,6 +82,7 @@ from beebox_impl.transcript.location import (
     transcript_in,
 )
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.transcript import SNIFF_CHARS, sniff_record_type
 
 __all__ = [
     "INSTALL_HINT",
@@ -314,30 +315,72 @@ async def _connect(client: Any) -> None:
     `STOP_GRACE_S`), so the SDK's wait ends with it.
     """
     connected = False
+    settled = False
     failure: Exception | None = None
 
-    async def terminate_if_given_up() -> None:
+    async def stop_if_given_up() -> None:
         try:
             await anyio.sleep_forever()
         finally:
             process = _sdk_process(client)
-            if not connected and process is not None and process.returncode is None:
+            if not settled and process is not None and process.returncode is None:
                 logger.warning("Claude Code's start was given up on: stopping it")
                 await _stop_process(process)
 
-    async with anyio.create_task_group() as watch:
-        watch.start_soon(terminate_if_given_up)
-        try:
-            await client.connect()
-            connected = True
-        except Exception as error:
-            # Kept to be raised as it is, not as a group of one.
-            failure = error
-        finally:
-            connected = connected or failure is not None
-            watch.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(stop_if_given_up)
+            try:
+                await client.connect()
+                connected = True
+            except Exception as error:
+                # Kept to be raised as it is, not as a group of one.
+                failure = error
+            finally:
+                settled = connected or failure is not None
+                watch.cancel_scope.cancel()
+    except BaseException:
+        # Cancelled once connected (leaving the watch is a checkpoint): the client
+        # was never handed to a run, so it is let go of here.
+        if connected:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await client.disconnect()
+        raise
     if failure is not None:
         raise failure
+
+
+# What Claude Code says when asked to resume a session it has no conversation of
+# (2.1.332: "No conversation found with session ID: <id>").
+NO_SUCH_SESSION = "No conversation found"
+# How many lines from its top a transcript is looked through for a turn.
+_TURN_SEARCH_LINES = 1000
+
+
+class _NoSuchSession(EngineStartError):
+    """The CLI refused to resume: it has no conversation of the session."""
+
+
+def _holds_a_turn(path: Path) -> bool:
+    """Whether the transcript at ``path`` holds a user or assistant record: a
+    conversation the CLI can resume. Each line's head only is read, by the spec's
+    own sniff (`beebox_spec.transcript.sniff_record_type`): a photo line is not read
+    whole. The CLI writes a session's first prompt within its first few lines."""
+    try:
+        with path.open("rb") as file:
+            for _ in range(_TURN_SEARCH_LINES):
+                head = file.readline(SNIFF_CHARS)
+                if not head:
+                    return False
+                # The rest of a long line is skipped, a block at a time.
+                while not head.endswith(b"\n") and (rest := file.readline(64 * 1024)):
+                    if rest.endswith(b"\n"):
+                        break
+                if sniff_record_type(head.decode("utf-8", "replace")) in ("user", "assistant"):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _cli_problem(cli: Path) -> str | None:
@@ -401,14 +444,16 @@ class ClaudeRun:
         client: Any,
         sdk: Any,
         session_id: str | None,
-        closing: ClosingRuns | None = None,
+        closing_runs: ClosingRuns | None = None,
     ) -> None:
         self._client = client
         self._sdk = sdk
-        self._closing_runs = closing if closing is not None else ClosingRuns()
+        self._closing_runs = closing_runs if closing_runs is not None else ClosingRuns()
         self._session_id = session_id
         self._closed = False
         self._close_requested = False
+        # Set once the SDK client is let go of (`_let_go`): a second close waits for it.
+        self._let_go_of = anyio.Event()
         self._consumed = False
         # The SDK's own message generator, and whether a read is waiting on it.
         self._sdk_stream: Any = None
@@ -446,7 +491,7 @@ class ClaudeRun:
                 await checkpoint()
                 raise StopAsyncIteration
             raw = await self._pull()
-            if not self._closing():
+            if not self._close_was_requested():
                 return raw
 
     def _interrupt_unsettled(self) -> bool:
@@ -474,8 +519,7 @@ class ClaudeRun:
                 logger.warning("Claude Code run ended with an error: %s", error)
             await self._went_away()
             raise StopAsyncIteration from error
-        finally:
-            self._pulling = False
+        self._pulling = False
         raw = raw_message_from_sdk(message, session_id=self._session_id, sdk=self._sdk)
         self._note_session_id(raw)
         if raw.get("type") == "result":
@@ -495,9 +539,28 @@ class ClaudeRun:
         with anyio.CancelScope(shield=True), self._closing_runs.exiting(self._session_id):
             try:
                 await self._end_if_alive()
-                await self._client.disconnect()
             except Exception as error:
-                logger.debug("letting go of a dead Claude Code run failed: %s", error)
+                logger.debug("ending a Claude Code run that broke its output failed: %s", error)
+            await self._let_go()
+
+    async def _let_go(self) -> None:
+        # Disconnect the SDK client (it ends the CLI), whatever came before; once.
+        if self._let_go_of.is_set():
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._client.disconnect()
+                # A read in progress ends on its own now. An idle SDK generator is
+                # run to its end here (disconnect closed what it reads): closing it
+                # instead would leave the SDK's inner generator to the collector.
+                if self._sdk_stream is not None and not self._pulling:
+                    await self._drain_sdk_stream()
+            except Exception as error:
+                # Letting go must not fail the caller: the process is gone either way.
+                logger.warning("disconnecting from Claude Code failed: %s", error)
+            finally:
+                self._closed = True
+                self._let_go_of.set()
 
     async def _interrupt_before_close(self) -> None:
         # The turn in flight is ended by the CLI itself, at once, where a CLI whose
@@ -523,8 +586,7 @@ class ClaudeRun:
         # give it 5 s to exit on its own, and the session learns of the end only
         # after. Its process is the SDK's (no public handle): this looks for it where
         # this SDK keeps it, and does nothing when it is not there.
-        transport = getattr(self._client, "_transport", None)
-        process = getattr(transport, "_process", None)
+        process = _sdk_process(self._client)
         if process is None or getattr(process, "returncode", 0) is not None:
             return
         logger.warning("Claude Code's output broke while it still ran: killing it")
@@ -544,7 +606,7 @@ class ClaudeRun:
             # Ending is all that is wanted here; how it ended does not matter.
             logger.debug("the SDK's message stream ended with an error", exc_info=True)
 
-    def _closing(self) -> bool:
+    def _close_was_requested(self) -> bool:
         # A method, not the attribute: close() may have run while the read waited.
         return self._close_requested
 
@@ -578,26 +640,24 @@ class ClaudeRun:
         await self._client.interrupt()
 
     async def close(self) -> None:
-        """Disconnect; the message stream ends at once. Idempotent."""
+        """Interrupt a turn in flight, then disconnect (the module doc). Nothing is
+        relayed after this is called; the stream ends once the interrupted turn's
+        result is read (at most `INTERRUPT_ON_CLOSE_S`). Idempotent: a second close
+        returns once the first has let the CLI go. The disconnect happens even when
+        the interrupt fails or the close is cancelled."""
         if self._close_requested:
-            await checkpoint()
+            await self._let_go_of.wait()
             return
         self._close_requested = True
         with self._closing_runs.exiting(self._session_id):
             try:
                 if self._turns_in_flight and not self._closed:
                     await self._interrupt_before_close()
-                await self._client.disconnect()
-                # A read in progress ends on its own now. An idle SDK generator is
-                # run to its end here (disconnect closed what it reads): closing it
-                # instead would leave the SDK's inner generator to the collector.
-                if self._sdk_stream is not None and not self._pulling:
-                    await self._drain_sdk_stream()
             except Exception as error:
-                # Closing must not fail the caller: the process is gone either way.
-                logger.warning("disconnecting from Claude Code failed: %s", error)
+                # The CLI may be gone already; the disconnect below ends it either way.
+                logger.warning("interrupting Claude Code before its close failed: %s", error)
             finally:
-                self._closed = True
+                await self._let_go()
 
 
 class ClaudeEngine:
@@ -668,10 +728,10 @@ class ClaudeEngine:
         # The last CLI of this session has exited (and written what it had) first.
         await self._closing_runs.wait(session_id)
         path = await anyio.to_thread.run_sync(self.cli_transcript, options, session_id)
-        if path is not None and await anyio.to_thread.run_sync(path.is_file):
+        if path is not None and await anyio.to_thread.run_sync(_holds_a_turn, path):
             return options
         logger.warning(
-            "Claude Code has no transcript of session %s (%s): starting a new session",
+            "Claude Code has no conversation of session %s (%s): starting a new session",
             session_id,
             path,
         )
@@ -704,6 +764,16 @@ class ClaudeEngine:
                     "bundles"
                 )
         options = await self._resumable(options)
+        try:
+            return await self._start_client(sdk, options)
+        except _NoSuchSession as refused:
+            # The transcript looked resumable, but the CLI has no such conversation.
+            logger.warning("%s: starting a new session", refused)
+            return await self._start_client(
+                sdk, dataclasses.replace(options, resume_session_id=None)
+            )
+
+    async def _start_client(self, sdk: Any, options: StartOptions) -> ClaudeRun:
         stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
 
         def on_stderr(line: str) -> None:
@@ -724,5 +794,8 @@ class ClaudeEngine:
             # Anything else that stops the CLI from starting (it exited, it did
             # not answer the handshake, the folder is missing) is a failed start.
             detail = f"; stderr: {' | '.join(stderr_tail)}" if stderr_tail else ""
-            raise EngineStartError(f"Claude Code did not start: {error}{detail}") from error
-        return ClaudeRun(client, sdk, options.resume_session_id, self._closing_runs)
+            said = f"{error}{detail}"
+            if options.resume_session_id is not None and NO_SUCH_SESSION in said:
+                raise _NoSuchSession(said) from error
+            raise EngineStartError(f"Claude Code did not start: {said}") from error
+        return ClaudeRun(client, sdk, options.resume_session_id, closing_runs=self._closing_runs)

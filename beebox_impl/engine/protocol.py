@@ -50,8 +50,11 @@ class StartOptions:
 
     ``cwd`` is the box folder (transcripts are filed under its encoded path);
     ``resume_session_id`` continues an SDK session, ``None`` starts a new one;
-    ``system_prompt`` is given to new sessions only; ``env`` adds to the engine
-    process's environment.
+    ``system_prompt`` is the prompt a *new* session starts with — the engine gives
+    it only when it starts one (a resumed session keeps the prompt it began with,
+    `original-facts.md` §3.4), so a caller passes it every time: an engine may
+    start a new session where a resume was asked (the Claude engine does, for a
+    session its CLI never wrote); ``env`` adds to the engine process's environment.
     """
 
     cwd: Path

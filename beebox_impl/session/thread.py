@@ -496,8 +496,8 @@ class ChatThreadSession:
         options = StartOptions(
             cwd=self._box_root,
             resume_session_id=resume_session_id,
-            # A new session gets the thread prompt; a resumed one has it already.
-            system_prompt=self._system_prompt if resume_session_id is None else None,
+            # Given every time; the engine gives it to a new session only (StartOptions).
+            system_prompt=self._system_prompt,
             model=self._model,
             env=self._env,
         )

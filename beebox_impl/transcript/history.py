@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache, interpret_line
 from beebox_impl.transcript.lines import (
+    LineRecord,
     TranscriptChanged,
     open_transcript,
     read_line_record_at,
@@ -146,26 +147,7 @@ def _entry_at(
 ) -> SessionEntry:
     # The entry at `position` of the history, read from its line alone.
     line_index = index.entry_lines[position]
-    offset, length = index.line_span(line_index)
-    stripped = index.stripped_lines.get(line_index)
-    if stripped is not None:
-        # A photo line: its structure is read around the photos, not through them.
-        record = read_stripped_line_at(
-            file,
-            offset=offset,
-            length=length,
-            line_number=line_index + 1,
-            payload_spans=stripped.payload_spans,
-            utf8_bytes=stripped.utf8_bytes,
-        )
-    else:
-        record = read_line_record_at(
-            file,
-            offset=offset,
-            length=length,
-            line_number=line_index + 1,
-            block_size=cache.block_size,
-        )
+    record = _read_indexed_line(file, index, line_index, cache)
     entry, _ = interpret_line(record, session_id)
     # The index said this line yields an entry: if it no longer does, it is stale.
     if entry is None:
@@ -173,6 +155,27 @@ def _entry_at(
     for result_line, ordinal in index.results_for(position):
         _attach_result(file, index, entry, (result_line, ordinal), cache)
     return entry
+
+
+def _read_indexed_line(
+    file: BinaryIO, index: TranscriptIndex, line_index: int, cache: TranscriptIndexCache
+) -> LineRecord:
+    # Line `line_index`, by its offset; a photo line's structure is read around its
+    # photos (the pass recorded where they are), not through them.
+    offset, length = index.line_span(line_index)
+    stripped = index.stripped_lines.get(line_index)
+    if stripped is not None:
+        return read_stripped_line_at(
+            file,
+            offset=offset,
+            length=length,
+            line_number=line_index + 1,
+            payload_spans=stripped.payload_spans,
+            utf8_bytes=stripped.utf8_bytes,
+        )
+    return read_line_record_at(
+        file, offset=offset, length=length, line_number=line_index + 1, block_size=cache.block_size
+    )
 
 
 def _attach_result(
@@ -185,10 +188,7 @@ def _attach_result(
     # Result `ordinal` of line `line_index` answered a call of `entry` (rule 5 of
     # `beebox_spec.transcript`): the last of the entry's calls with its id takes it.
     line_index, ordinal = link
-    offset, length = index.line_span(line_index)
-    record = read_line_record_at(
-        file, offset=offset, length=length, line_number=line_index + 1, block_size=cache.block_size
-    )
+    record = _read_indexed_line(file, index, line_index, cache)
     parsed = parse_json_object_or_none(record.text) if record.text is not None else None
     results = tool_results_of_record(parsed) if parsed is not None else []
     if ordinal >= len(results):

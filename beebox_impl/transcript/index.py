@@ -482,8 +482,8 @@ class _IndexBuilder:
         # This pass's links, in line order; those of complete lines come first.
         self.new_links: list[tuple[int, int, int]] = []
         self.committed_new_links = 0
-        # The open calls as the complete lines left them, once a last line without
-        # its newline has changed `open_calls` (an extension starts from these).
+        # The open calls as the complete lines left them, taken when a last line
+        # without its newline is met (an extension starts from these).
         self.committed_open_calls: dict[str, int] | None = None
         # The blocks of this pass's entries whose calls are open, by id: the pass
         # attaches results to the entries it hands over (rule 5, as the spec reads).
@@ -510,15 +510,16 @@ class _IndexBuilder:
                 sink(position, entry)
             self.entry_lines.append(line_index)
             self._open_calls_of(entry, position, keep_blocks=sink is not None)
-        if parsed is not None:
-            self._answer_calls(parsed, line_index)
+        answered = parsed is not None and self._answer_calls(parsed, line_index)
         own_uuid = _own_indexed_uuid(record, parsed)
         too_large = record.utf8_bytes > MAX_MEDIA_LINE_BYTES
         # Unsettled by the parse, or too large to serve, and naming some id.
         if (record.kind == "oversize" or too_large) and record.uuid_values != frozenset():
             self.opaque.append(OpaqueLine(line_index, too_large, record.uuid_values))
         self.line_uuid_keys.append(_NO_UUID if own_uuid is None else uuid_key(own_uuid))
-        if record.payload_spans is not None and entry is not None:
+        # A line read again by offset (an entry, or a result of one) is read around
+        # its photos.
+        if record.payload_spans is not None and (entry is not None or answered):
             self.stripped_lines.add(
                 line_index, StrippedLine(record.payload_spans, record.utf8_bytes)
             )
@@ -539,16 +540,19 @@ class _IndexBuilder:
                 if keep_blocks:
                     self.pass_calls[tool_id] = block
 
-    def _answer_calls(self, parsed: JsonObject, line_index: int) -> None:
-        # Rule 5: each result answers the open call with its id, if any.
+    def _answer_calls(self, parsed: JsonObject, line_index: int) -> bool:
+        # Rule 5: each result answers the open call with its id, if any. Whether one did.
+        answered = False
         for ordinal, result in enumerate(tool_results_of_record(parsed)):
             position = self.open_calls.pop(result["toolUseId"], None)
             if position is None:
                 continue
+            answered = True
             self.new_links.append((position, line_index, ordinal))
             block = self.pass_calls.pop(result["toolUseId"], None)
             if block is not None:
                 attach_tool_result(block, result)
+        return answered
 
     def build(
         self, identity: FileIdentity, fingerprint: bytes, scanned_from: int

@@ -301,6 +301,9 @@ def test_the_top_level_keys_a_head_shows() -> None:
     ]
     assert sniff_top_level_keys('{"k":"v\\"q","t":"cut') == [("k", 'v\\"q'), ("t", None)]
     assert sniff_top_level_keys("not json") == []
+    # An array's strings are not keys, however they are laid out.
+    assert sniff_top_level_keys('["a","message","x","y"]') == []
+    assert oversize_entry('["a","message",' + '"z",' * 70_000 + '"z"]', 1) is None
 
 
 def test_an_untyped_head_is_a_turn_only_with_a_message() -> None:

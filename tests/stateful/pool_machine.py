@@ -266,7 +266,8 @@ class SpecPool:
                 case spec.StartRun(run=run, resume_session_id=resume):
                     self.pending_starts.append((session, run))
                     self.resumed.append(resume)
-                    self.prompts.append(THREAD_PROMPT if resume is None else None)
+                    # The prompt goes with every start; the engine keeps it for new sessions.
+                    self.prompts.append(THREAD_PROMPT)
                 case spec.SendTurn(run=run, text=text):
                     index = session.run_index[run]
                     if index in self.refusing:

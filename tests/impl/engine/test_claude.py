@@ -185,13 +185,13 @@ async def test_a_run_streams_turns_and_resumes_by_session_id(
         await run.send("late")
     await run.close()
 
-    # The CLI resumes only a session it wrote a transcript of (the stand-in writes none).
+    # The CLI resumes only a session it wrote a conversation of (the stand-in writes none).
     resume = StartOptions(cwd=box, resume_session_id=session, system_prompt="be brief", env=env)
     transcript = engine.cli_transcript(resume, session)
     project = tmp_path / "config" / "projects" / encode_project_dir(box)
     assert transcript == project / f"{session}.jsonl"
     transcript.parent.mkdir(parents=True)
-    transcript.write_text("{}\n")
+    transcript.write_text('{"type":"queue-operation"}\n{"type":"user","message":{}}\n')
     with anyio.fail_after(30):
         resumed = await engine.start(resume)
     stream = resumed.messages()

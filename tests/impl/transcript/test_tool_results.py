@@ -9,8 +9,13 @@ its newline that answers a call, a shelved index, a result line rewritten in pla
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+from typing import BinaryIO
+
 import pytest
 
+import beebox_impl.transcript.history as history_module
 from beebox_impl.transcript import (
     IndexShelf,
     PageSlice,
@@ -20,6 +25,7 @@ from beebox_impl.transcript import (
 )
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import ToolResultLinks
+from beebox_impl.transcript.lines import open_transcript
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionHistory
 from beebox_spec.transcript import entries_from_lines, history_page, split_transcript_lines
 from tests.impl.transcript.strategies import compact
@@ -203,3 +209,54 @@ def test_links_from_a_shelf_must_be_a_set_a_build_makes() -> None:
         ToolResultLinks.from_arrays(*arrays([0], [3, 4], [0]))
     with pytest.raises(ValueError, match="out of order"):
         ToolResultLinks.from_arrays(*arrays([0], [3], [-1]))
+
+
+def test_a_warm_read_reads_a_photo_result_around_its_photo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Read of an image answers with the image: a long line, stripped by the pass. A
+    # warm read of its call reads that line around the photo, as it does an entry's.
+    photo = base64.b64encode(bytes(range(256)) * 1200).decode("ascii")
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": photo},
+    }
+    record = {
+        "type": "user",
+        "uuid": "r-1",
+        "timestamp": "t",
+        "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": [image]}]},
+    }
+    answer = compact(record).encode()
+    data = call_line("a-1", "t1") + b"\n" + answer + b"\n"
+    with folder() as where:
+        path = where / "s.jsonl"
+        path.write_bytes(data)
+        cache = TranscriptIndexCache()
+        cold = read_history(path, SESSION, WHOLE, cache=cache)
+        index = cache.cached(path)
+        assert index is not None
+        assert 1 in index.stripped_lines
+        read: list[int] = []
+        real_open = open_transcript
+
+        def counting_open(at: Path) -> BinaryIO | None:
+            opened = real_open(at)
+            if opened is None:
+                return None
+            original_read = opened.read
+
+            def counted(size: int = -1) -> bytes:
+                chunk = original_read(size)
+                read.append(len(chunk))
+                return chunk
+
+            monkeypatch.setattr(opened, "read", counted)
+            return opened
+
+        monkeypatch.setattr(history_module, "open_transcript", counting_open)
+        warm = read_history(path, SESSION, WHOLE, cache=cache)
+    assert warm == cold == spec_history(data)
+    assert summaries(warm) == {"t1": ""}
+    # The photo's 410 KB were not read again.
+    assert sum(read) < len(data) - len(photo)
