@@ -32,7 +32,6 @@ import sqlite3
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -48,7 +47,7 @@ from beebox_impl.allocator import (
 )
 from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
-from beebox_impl.engine.protocol import Engine, EngineStartError
+from beebox_impl.engine.protocol import Engine, PreparableEngine
 from beebox_impl.http.server import (
     DEFAULT_HOST,
     HttpLimits,
@@ -213,12 +212,11 @@ async def _trim_heap_periodically(every: float) -> None:
 
 
 async def _prepare_engine(engine: Engine | None, ready: anyio.Event) -> None:
-    prepare: Callable[[], Awaitable[None]] | None = getattr(engine, "prepare", None)
     try:
-        if prepare is not None:
-            await prepare()
-    except EngineStartError as error:
-        # Said again, to the person, by the first send's start-failed event.
+        if isinstance(engine, PreparableEngine):
+            await engine.prepare()
+    except Exception as error:
+        # Not fatal to serving: the first send's start fails and says why again.
         print(f"bbx: the engine is not ready: {error}", file=sys.stderr)
     finally:
         ready.set()

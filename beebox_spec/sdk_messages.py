@@ -551,7 +551,7 @@ def _adapt_result(raw: JsonObject) -> ResultMessage | UnknownMessage:
     errors = raw.get("errors")
     # The CLI's words for a failed turn ride along when they are a list of strings.
     if isinstance(errors, list) and errors and all(isinstance(e, str) for e in errors):
-        adapted["errors"] = [e for e in errors if isinstance(e, str)]
+        adapted["errors"] = [str(error) for error in errors]
     return adapted
 
 

@@ -276,9 +276,13 @@ def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> Se
     `utf8_bytes` its length in UTF-8 bytes (`utf8_length`); nothing else of the
     line is read, so a reader can stub a line it never holds whole.
     """
-    envelope = sniff_record_type(head)
-    # Only user and assistant turns are history (see rule 3 for an untyped head).
-    if not _sniffs_a_turn(head):
+    keys = sniff_top_level_keys(head)
+    envelope = _record_type(keys)
+    # Only user and assistant turns are history.
+    if envelope is not None and envelope not in ("user", "assistant"):
+        return None
+    # Untyped: a turn's only when the head shows the `message` every turn has.
+    if envelope is None and not any(key == "message" for key, _ in keys):
         return None
     # An SDK meta prompt is plumbing, whatever its type.
     if '"isMeta":true' in head:
@@ -363,19 +367,12 @@ def _string_value_after(text: str, colon_at: int) -> str | None:
 def sniff_record_type(head: str) -> str | None:
     """The record's type as its head shows it (see rule 3): its first top-level
     `"type"` string, or None when the head shows none."""
-    for key, value in sniff_top_level_keys(head):
-        if key == "type":
-            return value
-    return None
+    return _record_type(sniff_top_level_keys(head))
 
 
-def _sniffs_a_turn(head: str) -> bool:
-    # Rule 3: a user or assistant record; untyped, one with the `message` a turn has.
-    keys = sniff_top_level_keys(head)
-    record_type = next((value for key, value in keys if key == "type"), None)
-    if record_type is not None:
-        return record_type in ("user", "assistant")
-    return any(key == "message" for key, _ in keys)
+def _record_type(keys: list[tuple[str, str | None]]) -> str | None:
+    # The first top-level `type` key's string, if the head showed one.
+    return next((value for key, value in keys if key == "type"), None)
 
 
 def _sniff_string(head: str, pattern: re.Pattern[str]) -> str:

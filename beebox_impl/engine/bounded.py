@@ -8,7 +8,8 @@ all that while: every send queues behind a run that will never open. Wrapped in
 ``timeout`` seconds is cancelled (the engine's own cleanup runs: the Claude
 engine stops the CLI it spawned — SIGTERM, then SIGKILL after 2 s,
 `beebox_impl.engine.claude.STOP_GRACE_S` — so the failure comes at most that much
-after the timeout) and fails with `EngineStartError`, which the sessions
+after the timeout; the timeout also covers its wait for the session's last CLI
+to exit, `ClosingRuns`) and fails with `EngineStartError`, which the sessions
 treat like any failed start: back to ``idle``, a drained queue put back at its
 head, the caller's text reported in `StartFailed` (the lifecycle's rule 2).
 

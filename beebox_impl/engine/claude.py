@@ -27,13 +27,15 @@ A run (`ClaudeRun`) is one ``ClaudeSDKClient``:
 - **send**: one stream-json ``user`` message (text or content blocks, images
   included) per turn.
 - **interrupt**: the SDK's interrupt control request.
-- **close**: interrupts a turn in flight first (at most `INTERRUPT_ON_CLOSE_S`),
-  then disconnects (the SDK closes the CLI's input and waits for it to exit); the
-  message stream ends at once — nothing is relayed after ``close()`` is called.
-  The interrupt is why a stop mid-stream is quick: a CLI whose input ends while
-  it streams a reply finishes the reply first, and the SDK gives it 5 s before it
-  terminates it. The transcript then records the turn as interrupted, as it does
-  for a person's interrupt.
+- **close**: interrupts a turn in flight first and reads (and drops) the CLI's
+  messages up to that turn's result (at most `INTERRUPT_ON_CLOSE_S`), then
+  disconnects (the SDK closes the CLI's input and waits for it to exit). Nothing
+  is relayed after ``close()`` is called; the message stream ends once that
+  result is read. The interrupt is why a stop mid-stream is quick: a CLI whose
+  input ends while it streams a reply finishes the reply first, and the SDK gives
+  it 5 s before it terminates it. The transcript then records the turn as
+  interrupted, as it does for a person's interrupt. A close disconnects whatever
+  happens before (an interrupt that fails, a close cancelled), once.
 - **messages**: a plain async iterator over the SDK's messages, converted (not a
   generator of ours: a pump that stops reading leaves nothing to finalize). If
   the CLI dies (a crash, or the non-zero exit that follows an error result) the

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from beebox_spec.entries import JsonObject
 from beebox_spec.errors import BeeboxError
@@ -31,6 +31,7 @@ from beebox_spec.errors import BeeboxError
 __all__ = [
     "Engine",
     "EngineStartError",
+    "PreparableEngine",
     "Run",
     "StartOptions",
     "TurnContent",
@@ -94,4 +95,14 @@ class Engine(Protocol):
 
     async def start(self, options: StartOptions) -> Run:
         """Open a run, or raise `EngineStartError`."""
+        ...
+
+
+@runtime_checkable
+class PreparableEngine(Engine, Protocol):
+    """An engine with work it can do ahead of its first start (the Claude engine
+    imports its SDK), which a host may ask for while it waits for a first send."""
+
+    async def prepare(self) -> None:
+        """Do that work now; raise `EngineStartError` when the engine cannot start."""
         ...

@@ -41,7 +41,7 @@ from beebox_impl.session.events import (
     follow_events,
 )
 from beebox_spec.entries import JsonObject
-from beebox_spec.sdk_messages import AdaptedMessage, turn_error
+from beebox_spec.sdk_messages import ResultMessage, turn_error
 
 __all__ = [
     "TURN_ERROR",
@@ -115,10 +115,11 @@ def chat_event_data(event: ChatEvent) -> JsonObject:
 TURN_ERROR = "turn-error"
 
 
-def turn_error_data(message: AdaptedMessage, error: str) -> JsonObject:
-    """``turn-error``'s data: the CLI's words and the result's subtype."""
-    subtype = message["subtype"] if message["type"] == "result" else message["type"]
-    return {"error": error, "subtype": subtype}
+def turn_error_data(result: ResultMessage, error: str) -> JsonObject:
+    """``turn-error``'s data: the CLI's words and the failed turn's result subtype
+    (``success`` for an API call the CLI gave up on, Claude Code's own naming;
+    ``error_max_turns`` and the like for a limit)."""
+    return {"error": error, "subtype": result["subtype"]}
 
 
 async def relay_chat_events(
@@ -133,7 +134,7 @@ async def relay_chat_events(
 
     async def relay(event: ChatEvent) -> None:
         hub.publish(event.name, chat_event_data(event))
-        if isinstance(event, Message):
+        if isinstance(event, Message) and event.message["type"] == "result":
             error = turn_error(event.message)
             if error is not None:
                 hub.publish(TURN_ERROR, turn_error_data(event.message, error))

@@ -67,8 +67,10 @@ function detailsBlock(summary, body) {
 // (the transcript's result rides on its call), marked when the tool failed.
 function toolUseBlock(block) {
   const failed = block.isError === true;
-  const state = block.resultSummary === undefined ? "" : failed ? " (failed)" : "";
-  const details = detailsBlock(`Used ${block.toolName ?? "a tool"}${state}`, block.inputSummary);
+  const details = detailsBlock(
+    `Used ${block.toolName ?? "a tool"}${failed ? " (failed)" : ""}`,
+    block.inputSummary,
+  );
   if (failed) details.classList.add("failed");
   if (block.resultSummary !== undefined) {
     details.append(element("pre", "block-result", block.resultSummary));

@@ -23,7 +23,14 @@ from typing import Any
 from beebox_impl.engine.claude import ClaudeEngine
 from tests.agent.messages_api import MessagesApiDouble
 
-__all__ = ["CLAUDE_RETRIES", "OfflineClaude", "claude_processes", "cli_path", "cli_version"]
+__all__ = [
+    "CLAUDE_RETRIES",
+    "OfflineClaude",
+    "claude_processes",
+    "cli_path",
+    "cli_version",
+    "kill",
+]
 
 # How often the CLI retries a failed API call in these tests (its default is 10,
 # with backoff): enough to see a retry, few enough to keep an error turn short.

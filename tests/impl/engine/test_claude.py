@@ -320,3 +320,132 @@ async def test_prepare_says_how_to_install_a_missing_sdk(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
     with pytest.raises(EngineStartError, match=re.escape(INSTALL_HINT)):
         await ClaudeEngine().prepare()
+
+
+# ---------------------------------------------------------------------------
+# Closing and starting when things go wrong (no CLI: an SDK client stand-in)
+# ---------------------------------------------------------------------------
+
+
+class StandInClient:
+    """The few methods of ``ClaudeSDKClient`` a run calls, and what was called."""
+
+    def __init__(self, *, interrupt: str = "answers") -> None:
+        self.interrupt_behaviour = interrupt
+        self.disconnects = 0
+        self.cancel_on_connect: anyio.CancelScope | None = None
+        self._transport: object = None
+
+    async def connect(self) -> None:
+        await anyio.lowlevel.checkpoint()
+        if self.cancel_on_connect is not None:
+            # Cancelled just as the connect succeeds: the next checkpoint is the caller's.
+            self.cancel_on_connect.cancel()
+
+    async def query(self, messages: AsyncIterator[JsonObject]) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def interrupt(self) -> None:
+        if self.interrupt_behaviour == "raises":
+            raise RuntimeError("the CLI is gone")
+        if self.interrupt_behaviour == "hangs":
+            await anyio.sleep_forever()
+
+    async def disconnect(self) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.disconnects += 1
+
+
+@pytest.mark.anyio
+async def test_a_close_whose_interrupt_fails_still_lets_the_cli_go() -> None:
+    client = StandInClient(interrupt="raises")
+    run = ClaudeRun(client, None, "s-1")
+    await run.send("a turn")
+    await run.close()
+    assert client.disconnects == 1
+    assert run.closed
+
+
+@pytest.mark.anyio
+async def test_a_close_cancelled_during_its_interrupt_still_lets_the_cli_go() -> None:
+    client = StandInClient(interrupt="hangs")
+    run = ClaudeRun(client, None, "s-1")
+    await run.send("a turn")
+    with anyio.move_on_after(0.05):
+        await run.close()
+    assert client.disconnects == 1
+    # Asked again, it has nothing left to do.
+    await run.close()
+    assert client.disconnects == 1
+
+
+@pytest.mark.anyio
+async def test_a_second_close_returns_once_the_first_has_let_go() -> None:
+    client = StandInClient(interrupt="hangs")
+    run = ClaudeRun(client, None, "s-1")
+    await run.send("a turn")
+    seen: list[int] = []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(run.close)
+        await anyio.wait_all_tasks_blocked()
+
+        async def second() -> None:
+            await run.close()
+            seen.append(client.disconnects)
+
+        tasks.start_soon(second)
+        await anyio.wait_all_tasks_blocked()
+        # The first is still interrupting (at most INTERRUPT_ON_CLOSE_S): the second waits.
+        assert seen == []
+        tasks.cancel_scope.cancel()
+    assert client.disconnects == 1
+
+
+@pytest.mark.anyio
+async def test_a_start_cancelled_once_connected_lets_its_client_go() -> None:
+    client = StandInClient()
+    with anyio.CancelScope() as scope:
+        client.cancel_on_connect = scope
+        await claude_module._connect(client)
+    assert scope.cancelled_caught
+    assert client.disconnects == 1
+
+
+class HungProcess:
+    """A CLI process that exits when terminated (as Claude Code does, in a moment)."""
+
+    def __init__(self) -> None:
+        self.returncode: int | None = None
+        self.signals: list[str] = []
+        self._exited = anyio.Event()
+
+    def terminate(self) -> None:
+        self.signals.append("TERM")
+        self.returncode = -15
+        self._exited.set()
+
+    def kill(self) -> None:
+        self.signals.append("KILL")
+
+    async def wait(self) -> int:
+        await self._exited.wait()
+        return -15
+
+
+@pytest.mark.anyio
+async def test_a_start_given_up_on_stops_its_cli_at_once() -> None:
+    process = HungProcess()
+
+    class Transport:
+        _process = process
+
+    class HungClient(StandInClient):
+        async def connect(self) -> None:
+            self._transport = Transport()
+            await anyio.sleep_forever()
+
+    client = HungClient()
+    with anyio.move_on_after(0.05):
+        await claude_module._connect(client)
+    # Terminated by the watcher, not left to the SDK's 5 s wait for it to exit.
+    assert process.signals == ["TERM"]
