@@ -27,15 +27,19 @@ A run (`ClaudeRun`) is one ``ClaudeSDKClient``:
 - **send**: one stream-json ``user`` message (text or content blocks, images
   included) per turn.
 - **interrupt**: the SDK's interrupt control request.
-- **close**: interrupts a turn in flight first and reads (and drops) the CLI's
-  messages up to that turn's result (at most `INTERRUPT_ON_CLOSE_S`), then
-  disconnects (the SDK closes the CLI's input and waits for it to exit). Nothing
-  is relayed after ``close()`` is called; the message stream ends once that
-  result is read. The interrupt is why a stop mid-stream is quick: a CLI whose
-  input ends while it streams a reply finishes the reply first, and the SDK gives
-  it 5 s before it terminates it. The transcript then records the turn as
-  interrupted, as it does for a person's interrupt. A close disconnects whatever
-  happens before (an interrupt that fails, a close cancelled), once.
+- **close**: lets the CLI end by itself, then disconnects: a turn in flight is
+  interrupted, the CLI's input ended, and its output read (and dropped) to its
+  end, the CLI having exited (at most `CLOSE_GRACE_S` in all); then the SDK
+  client is disconnected, whatever happened before (an interrupt that fails, a
+  close cancelled), once. Nothing is relayed after ``close()`` is called; the
+  message stream ends with the CLI's output. The interrupt is why a stop
+  mid-stream is quick: a CLI whose input ends while it streams a reply finishes
+  the reply first, and the SDK gives it 5 s before it terminates it; the
+  transcript records the turn as interrupted, as it does for a person's
+  interrupt. Reading to the end is why nothing is left behind: the CLI writes a
+  line after each turn's result (``session_state_changed``), and the SDK's reader,
+  stopped while one still comes, leaves its line reader to the garbage collector
+  (a ResourceWarning on trio; claude-agent-sdk 0.2.189).
 - **messages**: a plain async iterator over the SDK's messages, converted (not a
   generator of ours: a pump that stops reading leaves nothing to finalize). If
   the CLI dies (a crash, or the non-zero exit that follows an error result) the
@@ -104,9 +108,10 @@ INSTALL_HINT = "pip install 'beebox[claude]'"
 _STDERR_TAIL = 20
 # How long a CLI given up on at start has to exit on SIGTERM before it is killed.
 STOP_GRACE_S = 2.0
-# How long a close waits for the CLI to end a turn in flight before it disconnects
-# anyway (the SDK then waits 5 s for the process to exit, and terminates it).
-INTERRUPT_ON_CLOSE_S = 3.0
+# How long a close lets the CLI end by itself (its turn interrupted, its input ended,
+# its output read to the end) before it disconnects anyway (the SDK then waits 5 s
+# for the process to exit, and terminates it).
+CLOSE_GRACE_S = 3.0
 
 
 def load_sdk() -> ModuleType:
@@ -460,10 +465,14 @@ class ClaudeRun:
         # The SDK's own message generator, and whether a read is waiting on it.
         self._sdk_stream: Any = None
         self._pulling = False
-        # Turns sent whose result has not arrived: a close interrupts them first, and
-        # waits for their result (`_turn_over`) before it disconnects.
+        # Turns sent whose result has not arrived: a close interrupts them first.
         self._turns_in_flight = 0
-        self._turn_over: anyio.Event | None = None
+        # A close reads the CLI's output to its end (`_let_the_cli_end`); set when it ends.
+        self._draining = False
+        self._output_ended = anyio.Event()
+        # One reader of the SDK's stream at a time: the pump, or a close whose pump has
+        # gone (a session leaving). Uncontended, it costs no checkpoint.
+        self._reading = anyio.Lock(fast_acquire=True)
         self.error: Exception | None = None
 
     @property
@@ -485,20 +494,18 @@ class ClaudeRun:
 
     async def _next_message(self) -> JsonObject:
         while True:
-            # After close() nothing more is relayed, buffered or not; a close that
-            # interrupted a turn has the CLI's messages read (and dropped) up to that
-            # turn's result, so the CLI has nothing more to say when it is let go.
-            if self._closed or (self._close_requested and not self._interrupt_unsettled()):
+            # After close() nothing more is relayed, buffered or not; while the close
+            # lets the CLI end, its output is read (and dropped) to its end.
+            if self._closed or (self._close_requested and not self._draining):
                 self._closed = True
                 await checkpoint()
                 raise StopAsyncIteration
-            raw = await self._pull()
+            async with self._reading:
+                if self._output_ended.is_set():
+                    continue
+                raw = await self._pull()
             if not self._close_was_requested():
                 return raw
-
-    def _interrupt_unsettled(self) -> bool:
-        # A close interrupted a turn whose result has not been read yet.
-        return self._turn_over is not None and not self._turn_over.is_set()
 
     async def _pull(self) -> JsonObject:
         # The SDK's next message, converted; its end (or failure) ends the run's stream.
@@ -509,6 +516,7 @@ class ClaudeRun:
             message = await self._sdk_stream.__anext__()
         except StopAsyncIteration:
             self._pulling = False
+            self._output_ended.set()
             await self._went_away()
             raise
         except Exception as error:
@@ -516,6 +524,7 @@ class ClaudeRun:
             # over, and a dead run's stream ends. Kept and logged, not raised into
             # the session's pump.
             self._pulling = False
+            self._output_ended.set()
             if not self._close_requested:
                 self.error = error
                 logger.warning("Claude Code run ended with an error: %s", error)
@@ -526,8 +535,6 @@ class ClaudeRun:
         self._note_session_id(raw)
         if raw.get("type") == "result":
             self._turns_in_flight = max(0, self._turns_in_flight - 1)
-            if self._turn_over is not None and not self._turns_in_flight:
-                self._turn_over.set()
         return raw
 
     async def _went_away(self) -> None:
@@ -564,24 +571,27 @@ class ClaudeRun:
                 self._closed = True
                 self._let_go_of.set()
 
-    async def _interrupt_before_close(self) -> None:
-        # The turn in flight is ended by the CLI itself, at once, where a CLI whose
-        # input ends mid-reply finishes the reply first (and the SDK waits 5 s for
-        # it). Its result is read before the disconnect: the SDK's reader, stopped
-        # with messages still coming, leaves its line reader to the garbage
-        # collector (a ResourceWarning on trio, claude-agent-sdk 0.2.189).
-        self._turn_over = turn_over = anyio.Event()
-        with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
-            await self._client.interrupt()
-            if self._consumed:
-                # The stream's reader (the session's pump) reads on to the result.
-                await turn_over.wait()
-                return
-            while not turn_over.is_set():
-                try:
-                    await self._pull()
-                except StopAsyncIteration:
+    async def _let_the_cli_end(self) -> None:
+        # The close's first part (the module doc): the CLI ends its turn and exits by
+        # itself, its output read to the end, within `CLOSE_GRACE_S`.
+        self._draining = True
+        try:
+            with anyio.move_on_after(CLOSE_GRACE_S):
+                if self._turns_in_flight and not self._closed:
+                    await self._client.interrupt()
+                end_input = getattr(getattr(self._client, "_transport", None), "end_input", None)
+                # An SDK without the transport's `end_input` leaves it to the disconnect.
+                if end_input is None:
                     return
+                await end_input()
+                # Read here, or by the pump while it reads; each waits on the other.
+                with contextlib.suppress(StopAsyncIteration):
+                    while not self._output_ended.is_set():
+                        async with self._reading:
+                            if not self._output_ended.is_set():
+                                await self._pull()
+        finally:
+            self._draining = False
 
     async def _end_if_alive(self) -> None:
         # A CLI whose output broke (not JSON) may live on: the SDK's disconnect would
@@ -596,7 +606,7 @@ class ClaudeRun:
         # Read to its end: a pipe left unread keeps the process's transport open.
         stdout = getattr(process, "stdout", None)
         if stdout is not None:
-            with anyio.move_on_after(INTERRUPT_ON_CLOSE_S):
+            with anyio.move_on_after(CLOSE_GRACE_S):
                 async for _ in stdout:
                     pass
 
@@ -642,22 +652,21 @@ class ClaudeRun:
         await self._client.interrupt()
 
     async def close(self) -> None:
-        """Interrupt a turn in flight, then disconnect (the module doc). Nothing is
-        relayed after this is called; the stream ends once the interrupted turn's
-        result is read (at most `INTERRUPT_ON_CLOSE_S`). Idempotent: a second close
-        returns once the first has let the CLI go. The disconnect happens even when
-        the interrupt fails or the close is cancelled."""
+        """Let the CLI end by itself, then disconnect (the module doc). Nothing is
+        relayed after this is called. Idempotent: a second close returns once the
+        first has let the CLI go. The disconnect happens even when the interrupt
+        fails or the close is cancelled."""
         if self._close_requested:
             await self._let_go_of.wait()
             return
         self._close_requested = True
         with self._closing_runs.exiting(self._session_id):
             try:
-                if self._turns_in_flight and not self._closed:
-                    await self._interrupt_before_close()
+                if not self._output_ended.is_set():
+                    await self._let_the_cli_end()
             except Exception as error:
                 # The CLI may be gone already; the disconnect below ends it either way.
-                logger.warning("interrupting Claude Code before its close failed: %s", error)
+                logger.warning("Claude Code did not end by itself on close: %s", error)
             finally:
                 await self._let_go()
 

@@ -72,8 +72,13 @@ def text_of(entry: SessionEntry) -> str:
 
 
 def sent(api: MessagesApiDouble) -> list[list[str]]:
-    """The user texts of every messages request the CLI made, in order."""
-    return [request.user_texts() for request in api.message_requests]
+    """The user texts of every messages request the CLI made, in order.
+
+    Stripped: the CLI joins user turns with nothing between them (an interrupt's, a
+    stop's, an API error's) into one message, and may end each text but the last
+    with a newline.
+    """
+    return [[text.strip() for text in request.user_texts()] for request in api.message_requests]
 
 
 def held(text: str) -> tuple[Reply, threading.Event]:
@@ -265,7 +270,9 @@ async def test_stop_mid_stream(
         # Stopped: the CLI is gone, the queue cleared, nothing busy; no error to show.
         assert box.status() == {"phase": "idle", "busy": False, "running": False, "queued": 0}
         assert not claude_processes(claude.config)
-        assert log.named("close")[-1].data == {"code": 0}
+        # Relayed to the box's listeners by a task of its own: waited for.
+        (closed,) = await log.wait_for_name("close")
+        assert closed.data == {"code": 0}
         await box.send(SendRequest("after the stop", message_id="m-3"))
         await log.wait_for_name("turn-text")
         (new_pid,) = claude_processes(claude.config)

@@ -275,8 +275,12 @@ def text_of(entry: Any) -> str:
 
 
 def sent(api: MessagesApiDouble) -> list[list[str]]:
-    """The user texts of every messages request the CLI made, in order."""
-    return [request.user_texts() for request in api.message_requests]
+    """The user texts of every messages request the CLI made, in order.
+
+    Stripped: the CLI joins user turns with nothing between them (an API error's,
+    a stop's) into one message, and then ends each text but the last with a newline.
+    """
+    return [[text.strip() for text in request.user_texts()] for request in api.message_requests]
 
 
 def assistant_texts(events: EventStream) -> list[str]:
@@ -469,7 +473,7 @@ def test_an_api_error_is_a_turn_error_event_and_the_next_send_works(
     assert texts[-1].data == {"text": "working again"}
     assert len(api.message_requests) == len(failures) + 1
     # The failed text went again with the next (the CLI joins the two user turns).
-    assert [text.strip() for text in sent(api)[-1]] == ["hello", "again"]
+    assert sent(api)[-1] == ["hello", "again"]
     # The replay leaves the CLI's words out (a synthetic turn, not the model's):
     # the live turn-error event is where a person learns of the failure.
     assert shown(replay) == [
@@ -515,7 +519,8 @@ def test_stop_mid_stream_over_http(
     assert "turn-error" not in names
     assert text.data == {"text": "later"}
     assert new_pid != pid
-    # The next turn resumed the same session in a fresh CLI.
+    # The next turn resumed the same session in a fresh CLI: no new session announced.
+    assert len(events.named("session-id")) == 1
     assert replay["sessionId"] == session.data["sessionId"]
     assert sent(api)[-1][0] == "long"
     assert sent(api)[-1][-1] == "after the stop"

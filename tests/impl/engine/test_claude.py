@@ -395,7 +395,7 @@ async def test_a_second_close_returns_once_the_first_has_let_go() -> None:
 
         tasks.start_soon(second)
         await anyio.wait_all_tasks_blocked()
-        # The first is still interrupting (at most INTERRUPT_ON_CLOSE_S): the second waits.
+        # The first is still interrupting (at most CLOSE_GRACE_S): the second waits.
         assert seen == []
         tasks.cancel_scope.cancel()
     assert client.disconnects == 1
