@@ -53,7 +53,9 @@ def test_a_streamed_reply_is_read_back_block_by_block(
 def test_errors_carry_the_status_and_the_apis_error_body(
     api: MessagesApiDouble, sdk: anthropic.Anthropic
 ) -> None:
-    api.script(Fail(429, "slow down", retry_after=2), Fail(529, "Overloaded"), Fail(401))
+    api.script(
+        Fail(429, "slow down", retry_after=2), Fail(529, "Overloaded"), Fail(401), Fail(500, "boom")
+    )
     with pytest.raises(anthropic.RateLimitError) as limited:
         sdk.messages.create(model="m", max_tokens=5, messages=MESSAGES)
     assert limited.value.response.headers["retry-after"] == "2"
@@ -66,6 +68,9 @@ def test_errors_carry_the_status_and_the_apis_error_body(
     assert overloaded.value.status_code == 529
     with pytest.raises(anthropic.AuthenticationError):
         sdk.messages.create(model="m", max_tokens=5, messages=MESSAGES)
+    with pytest.raises(anthropic.InternalServerError) as failed:
+        sdk.messages.create(model="m", max_tokens=5, messages=MESSAGES)
+    assert failed.value.body == {"type": "error", "error": {"type": "api_error", "message": "boom"}}
 
 
 def test_a_dropped_stream_ends_without_its_end(
