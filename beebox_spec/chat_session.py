@@ -83,6 +83,14 @@ The rules, in the order a reader meets them:
    and the next send resumed the session it had been told to forget.) A run
    still starting at the reset was asked to resume that session and is not
    stopped (rule 6): it opens in it, and its id is the session's again.
+10. (Ours) **Permission requests** (`beebox_spec.permissions`). A run the session
+   holds may ask for a person's answer before a tool runs; the request is pending
+   until answered, timed out, withdrawn, or ended with its run. Stop, reset and
+   restart — and closing a run that refused a turn — deny the run's pending
+   requests before the close (``permission-ended``, how ``stopped``); a run's
+   close ends the rest unanswered. A request asked by a run the session is
+   closing is denied at once. Requests change no phase: a turn waiting for an
+   answer is still in flight, so the session reads busy and sends are queued.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -112,6 +120,22 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.permissions import (
+    AnswerAsk,
+    AnswerPermission,
+    PendingPermission,
+    PermissionAsked,
+    PermissionNotPending,
+    PermissionStep,
+    PermissionTimedOut,
+    PermissionWithdrawn,
+    deny_run,
+    drop_run,
+)
+from beebox_spec.permissions import answer as answer_permission
+from beebox_spec.permissions import ask as ask_permission
+from beebox_spec.permissions import time_out as time_out_permission
+from beebox_spec.permissions import withdraw as withdraw_permission
 from beebox_spec.run_protocol import (
     CloseRun,
     RunClosed,
@@ -126,6 +150,8 @@ from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
 __all__ = [
     "QUEUE_SEPARATOR",
+    "AnswerAsk",
+    "AnswerPermission",
     "ApplyFeatureDeltas",
     "ChatSessionEvent",
     "ChatSessionState",
@@ -140,6 +166,10 @@ __all__ = [
     "Interrupt",
     "InterruptRun",
     "Observation",
+    "PermissionAsked",
+    "PermissionNotPending",
+    "PermissionTimedOut",
+    "PermissionWithdrawn",
     "ReportStartFailed",
     "ResetSession",
     "Restart",
@@ -183,6 +213,7 @@ class ChatSessionState:
     an open run, for a refused turn to put back (rule 8); empty otherwise.
     ``forgotten_run`` is the run a reset found, whose messages assign no session id,
     until its close (rule 9); None otherwise.
+    ``permissions`` are the pending permission requests, in the order asked (rule 10).
     """
 
     lifecycle: Lifecycle[int] = IDLE
@@ -195,6 +226,7 @@ class ChatSessionState:
     runs_started: int = 0
     turn_drained: tuple[str, ...] = ()
     forgotten_run: int | None = None
+    permissions: tuple[PendingPermission, ...] = ()
 
 
 def initial_state(session_id: str | None = None) -> ChatSessionState:
@@ -284,6 +316,10 @@ ChatSessionEvent: TypeAlias = (
     | SdkMessageArrived
     | RunClosed
     | TurnRefused
+    | PermissionAsked
+    | PermissionWithdrawn
+    | AnswerPermission
+    | PermissionTimedOut
 )
 
 
@@ -329,7 +365,16 @@ class ReportStartFailed:
     failed_text: str | None
 
 
-EmittedEvent: TypeAlias = Literal["session-id", "message", "task", "done", "turn-text", "close"]
+EmittedEvent: TypeAlias = Literal[
+    "session-id",
+    "message",
+    "task",
+    "done",
+    "turn-text",
+    "close",
+    "permission-request",
+    "permission-ended",
+]
 
 
 @dataclass(frozen=True)
@@ -344,6 +389,7 @@ Effect: TypeAlias = (
     StartRun
     | SendTurn
     | CloseRun
+    | AnswerAsk
     | InterruptRun
     | SaveSessionId
     | ForgetSessionId
@@ -402,8 +448,32 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _run_closed(state, run)
         case TurnRefused(run=run):
             return _turn_refused(state, run)
+        case PermissionAsked(run=run, request=request):
+            # Asks come from the current run only, while the session holds it.
+            if lifecycle_run(state.lifecycle) != run:
+                raise InvariantError(f"permission asked by run {run} while {state.lifecycle.phase}")
+            closing = state.close_requested or isinstance(state.lifecycle, Stopping)
+            return _permissions(
+                state, ask_permission(state.permissions, run, request, run_closing=closing)
+            )
+        case PermissionWithdrawn(run=run, request_id=request_id):
+            return _permissions(state, withdraw_permission(state.permissions, run, request_id))
+        case AnswerPermission(request_id=request_id, reply=reply):
+            return _permissions(state, answer_permission(state.permissions, request_id, reply))
+        case PermissionTimedOut(request_id=request_id):
+            return _permissions(state, time_out_permission(state.permissions, request_id))
         case _:
             assert_never(event)
+
+
+def _permissions(state: ChatSessionState, changed: PermissionStep) -> ChatSessionStep:
+    """Rule 10: the pending requests after a permission rule, its answers, then its
+    reports (the ends, then a new request)."""
+    effects: list[Effect] = [*changed.answers]
+    effects += [Emit("permission-ended", end) for end in changed.ended]
+    if changed.announce is not None:
+        effects.append(Emit("permission-request", changed.announce))
+    return ChatSessionStep(replace(state, permissions=changed.pending), tuple(effects))
 
 
 def _send(state: ChatSessionState, texts: tuple[str, ...], *, drained: bool) -> ChatSessionStep:
@@ -515,14 +585,16 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     # Rule 6: `stopping` is the intentional-stop signal; anything else is a death or restart.
     intentional = isinstance(state.lifecycle, Stopping)
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
+    # Rule 10: what the run still asked ends with it, unanswered.
+    dropped = _permissions(state, drop_run(state.permissions, run))
     state = replace(
-        state, lifecycle=idle, close_requested=False, turn_drained=(), forgotten_run=None
+        dropped.state, lifecycle=idle, close_requested=False, turn_drained=(), forgotten_run=None
     )
-    close = Emit("close", 0 if intentional else None)
+    close = (*dropped.effects, Emit("close", 0 if intentional else None))
     if intentional:
-        return ChatSessionStep(state, (close,))
+        return ChatSessionStep(state, close)
     drained = _drain(state)
-    return ChatSessionStep(drained.state, (close, *drained.effects))
+    return ChatSessionStep(drained.state, (*close, *drained.effects))
 
 
 def _turn_refused(state: ChatSessionState, run: int) -> ChatSessionStep:
@@ -537,7 +609,11 @@ def _turn_refused(state: ChatSessionState, run: int) -> ChatSessionStep:
     state = replace(state, queue=(*back, *state.queue), turn_drained=())
     if state.close_requested:
         return ChatSessionStep(state)
-    return ChatSessionStep(replace(state, close_requested=True), (CloseRun(run),))
+    # Rule 10: closed as restart() closes it, its pending requests denied first.
+    denied = _permissions(state, deny_run(state.permissions, run))
+    return ChatSessionStep(
+        replace(denied.state, close_requested=True), (*denied.effects, CloseRun(run))
+    )
 
 
 def _stop(state: ChatSessionState) -> ChatSessionStep:
@@ -548,8 +624,11 @@ def _stop(state: ChatSessionState) -> ChatSessionStep:
     stopping = next_lifecycle(
         state.lifecycle, Stopping(run, was_busy=isinstance(state.lifecycle, Streaming))
     )
+    # Rule 10: the run's pending requests are denied before it is closed.
+    denied = _permissions(state, deny_run(state.permissions, run))
     return ChatSessionStep(
-        replace(state, lifecycle=stopping, queue=(), close_requested=True), (CloseRun(run),)
+        replace(denied.state, lifecycle=stopping, queue=(), close_requested=True),
+        (*denied.effects, CloseRun(run)),
     )
 
 
@@ -558,7 +637,11 @@ def _restart(state: ChatSessionState) -> ChatSessionStep:
     # Restart acts only on an open run; the phase stays, so the close handler drains.
     if run is None or state.close_requested:
         return ChatSessionStep(state)
-    return ChatSessionStep(replace(state, close_requested=True), (CloseRun(run),))
+    # Rule 10: the run's pending requests are denied before it is closed.
+    denied = _permissions(state, deny_run(state.permissions, run))
+    return ChatSessionStep(
+        replace(denied.state, close_requested=True), (*denied.effects, CloseRun(run))
+    )
 
 
 def _drain(state: ChatSessionState) -> ChatSessionStep:
@@ -580,13 +663,16 @@ class Observation:
     busy: bool
     running: bool
     queue: tuple[str, ...]
+    permissions: tuple[str, ...] = ()
 
 
 def observe(state: ChatSessionState) -> Observation:
-    """The session's phase, busy and running readings, and its queue."""
+    """The session's phase, busy and running readings, its queue and the ids of its
+    pending permission requests."""
     return Observation(
         phase=state.lifecycle.phase,
         busy=session_busy(state),
         running=session_running(state),
         queue=state.queue,
+        permissions=tuple(held.id for held in state.permissions),
     )
