@@ -663,7 +663,7 @@ class Observation:
     busy: bool
     running: bool
     queue: tuple[str, ...]
-    permissions: tuple[str, ...] = ()
+    permissions: tuple[str, ...]
 
 
 def observe(state: ChatSessionState) -> Observation:

@@ -20,15 +20,17 @@ from the session's event loop (asyncio or trio, through anyio).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from beebox_spec.entries import JsonObject
 from beebox_spec.errors import BeeboxError
+from beebox_spec.permissions import PermissionReply, PermissionRequest
 
 __all__ = [
+    "AskPermission",
     "Engine",
     "EngineStartError",
     "PreparableEngine",
@@ -39,6 +41,11 @@ __all__ = [
 
 # One turn: plain text, or Messages-API content blocks (text and base64 image blocks).
 TurnContent: TypeAlias = str | list[JsonObject]
+
+# How a run asks its session before a tool runs (`beebox_spec.permissions`): the
+# request, and, awaited, the answer; None when the request ended unanswered (its run
+# ended, or the session let it go). Cancelled, it means the run took its ask back.
+AskPermission: TypeAlias = Callable[[PermissionRequest], Awaitable[PermissionReply | None]]
 
 
 class EngineStartError(BeeboxError):
@@ -63,6 +70,9 @@ class StartOptions:
     system_prompt: str | None = None
     model: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # Where the run asks before a tool that needs a person's answer runs
+    # (`beebox_spec.permissions`); without it, an engine denies such a call.
+    ask_permission: AskPermission | None = None
 
 
 class Run(Protocol):

@@ -30,6 +30,12 @@ How a test drives it:
   ``run.closed`` turns true when the reader reaches that end. Emitting to a run
   that is over delivers nothing and answers False. ``*_nowait`` variants do the
   same without a checkpoint, for synchronous test code.
+- The test makes the run ask its session before a tool runs with ``await
+  run.ask(request)`` (it calls the start's ``ask_permission`` and waits for the
+  answer, which it keeps in ``run.answers``; a run started without one is
+  denied at once, as a real engine denies); ``run.withdraw(request_id)`` takes an
+  ask back (a cancelled ask: its answer is None), as a CLI does when its turn is
+  interrupted.
 - ``await run.close()`` — the session closing the run — ends the stream at once:
   whatever was emitted but not yet consumed is dropped (counted in ``dropped``),
   as the conformance convention says ("closing a run ends its message stream at
@@ -55,6 +61,7 @@ from anyio.lowlevel import checkpoint
 from beebox_impl.engine.mailbox import Mailbox, PullIterator
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
 from beebox_spec.entries import JsonObject
+from beebox_spec.permissions import PermissionReply, PermissionRequest
 
 __all__ = ["ScriptedEngine", "ScriptedRun", "StartMode"]
 
@@ -82,6 +89,9 @@ class ScriptedRun:
         self._ended = False
         self._consumed = False
         self._refusal: Exception | None = None
+        # Each ask's answer, by request id (None: withdrawn before an answer came).
+        self.answers: dict[str, PermissionReply | None] = {}
+        self._asking: dict[str, anyio.CancelScope] = {}
 
     @property
     def closed(self) -> bool:
@@ -157,6 +167,28 @@ class ScriptedRun:
             return False
         self._mailbox.put(message)
         return True
+
+    async def ask(self, request: PermissionRequest) -> PermissionReply | None:
+        """Ask the session before a tool runs; the answer (None: withdrawn), kept in
+        ``answers``."""
+        ask_permission = self.options.ask_permission
+        if ask_permission is None:
+            # Nobody to ask: denied, as a real engine denies such a call.
+            await checkpoint()
+            self.answers[request["id"]] = PermissionReply("deny", "no one to ask")
+            return self.answers[request["id"]]
+        self.answers[request["id"]] = None
+        with anyio.CancelScope() as asking:
+            self._asking[request["id"]] = asking
+            self.answers[request["id"]] = await ask_permission(request)
+        del self._asking[request["id"]]
+        return self.answers[request["id"]]
+
+    def withdraw(self, request_id: str) -> None:
+        """Take the ask ``request_id`` back, if it is still waiting."""
+        asking = self._asking.get(request_id)
+        if asking is not None:
+            asking.cancel()
 
     async def end(self) -> None:
         """The run ends on its own: what was emitted is delivered, then the stream ends."""

@@ -9,7 +9,8 @@ listener sees the same events in the same order:
 - **turn events** — the whole-box chat's session events
   (`beebox_impl.session.events`), relayed by `relay_chat_events`: ``session-id``,
   ``message`` (an adapted SDK message), ``task``, ``done``, ``turn-text``,
-  ``close``, ``start-failed``; and ``turn-error`` beside the ``message`` of a
+  ``close``, ``start-failed``, ``permission-request`` and ``permission-ended``
+  (`beebox_spec.permissions`); and ``turn-error`` beside the ``message`` of a
   failed turn's result (`beebox_spec.sdk_messages.turn_error`: the CLI's words
   for an API call it gave up on, or a limit that ended the turn), so a client
   need not read result messages to tell a person their turn failed.
@@ -34,6 +35,8 @@ from beebox_impl.session.events import (
     EventFanout,
     EventSubscription,
     Message,
+    PermissionEnded,
+    PermissionRequested,
     SessionIdAssigned,
     StartFailed,
     Task,
@@ -41,6 +44,7 @@ from beebox_impl.session.events import (
     follow_events,
 )
 from beebox_spec.entries import JsonObject
+from beebox_spec.permissions import PermissionEnd
 from beebox_spec.sdk_messages import ResultMessage, turn_error
 
 __all__ = [
@@ -109,6 +113,15 @@ def chat_event_data(event: ChatEvent) -> JsonObject:
             return {"code": code}
         case StartFailed(reason=reason, failed_text=failed_text):
             return {"reason": reason, "failedText": failed_text}
+        case PermissionRequested(request=request):
+            return {"request": cast(JsonObject, request)}
+        case PermissionEnded(end=end):
+            return permission_end_data(end)
+
+
+def permission_end_data(end: PermissionEnd) -> JsonObject:
+    """``permission-ended``'s data: which request, how it ended, what its run was told."""
+    return {"id": end.id, "how": end.how, "decision": end.decision}
 
 
 # The event beside a failed turn's result.

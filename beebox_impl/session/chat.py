@@ -95,7 +95,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
@@ -104,6 +105,7 @@ from anyio.abc import TaskGroup
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine, Run, StartOptions
+from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import (
     DEFAULT_EVENT_BUFFER,
     ChatEvent,
@@ -112,6 +114,8 @@ from beebox_impl.session.events import (
     EventFanout,
     EventSubscription,
     Message,
+    PermissionEnded,
+    PermissionRequested,
     SessionIdAssigned,
     StartFailed,
     Task,
@@ -136,6 +140,20 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.permissions import (
+    DEFAULT_TIMEOUT,
+    STOPPED_MESSAGE,
+    PendingPermission,
+    PermissionReply,
+    PermissionRequest,
+    PermissionStep,
+    deny_run,
+    drop_run,
+)
+from beebox_spec.permissions import answer as answer_permission
+from beebox_spec.permissions import ask as ask_permission
+from beebox_spec.permissions import time_out as time_out_permission
+from beebox_spec.permissions import withdraw as withdraw_permission
 from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
 __all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook", "TurnEndHook"]
@@ -251,6 +269,18 @@ def _call_turn_end_hook(hook: TurnEndHook, texts: tuple[str, ...], delivered: bo
         _log.warning("reporting the end of a turn failed: %r", error)
 
 
+@dataclass(eq=False)
+class _Ask:
+    """A run's ask, waiting for its answer (rule 10)."""
+
+    request: PermissionRequest
+    # Set when the ask is over: answered (``reply``), or ended unanswered (None).
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    reply: PermissionReply | None = None
+    # Its timeout's task, cancelled when the request ends first.
+    timer: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
 class ChatSession:
     """The whole-box chat session. Open it with `ChatSession.open`; see the module doc."""
 
@@ -265,8 +295,15 @@ class ChatSession:
         model: str | None = None,
         apply_feature_deltas: FeatureDeltaHook | None = None,
         on_turn_end: TurnEndHook | None = None,
+        clock: SessionClock | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> None:
         self._engine = engine
+        self._clock = clock if clock is not None else SystemClock()
+        self._permission_timeout = permission_timeout
+        # Rule 10: the pending requests (the spec's own value), and each one's ask.
+        self._permissions: tuple[PendingPermission, ...] = ()
+        self._asks: dict[str, _Ask] = {}
         self._box_root = box_root
         self._queue_store = queue_store
         self._session_id_store = session_id_store
@@ -302,6 +339,8 @@ class ChatSession:
         model: str | None = None,
         apply_feature_deltas: FeatureDeltaHook | None = None,
         on_turn_end: TurnEndHook | None = None,
+        clock: SessionClock | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> AsyncIterator[ChatSession]:
         """Open the box's chat: load its session id and queue; a non-empty queue (left by
         a crash) drains into a fresh run at once. On exit the session's tasks are
@@ -318,6 +357,8 @@ class ChatSession:
                     model=model,
                     apply_feature_deltas=apply_feature_deltas,
                     on_turn_end=on_turn_end,
+                    clock=clock,
+                    permission_timeout=permission_timeout,
                 )
                 task_group.start_soon(session._writer.run, name="chat session store writer")
                 try:
@@ -379,6 +420,11 @@ class ChatSession:
     def runs_started(self) -> int:
         """How many runs the session has asked the engine for."""
         return self._runs_started
+
+    @property
+    def pending_permissions(self) -> list[PermissionRequest]:
+        """The pending permission requests, in the order asked (rule 10)."""
+        return [self._asks[held.id].request for held in self._permissions]
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[ChatEvent]:
         """Listen to the session's events from now on (see `beebox_impl.session.events`)."""
@@ -529,6 +575,80 @@ class ChatSession:
         await forgotten.wait()
         await self._leave()
 
+    async def answer_permission(self, request_id: str, reply: PermissionReply) -> None:
+        """Rule 10: answer the pending request ``request_id``; its run goes on at once.
+        Raises `PermissionNotPending` for a request that is not pending."""
+        await checkpoint_if_cancelled()
+        self._apply_permissions(answer_permission(self._permissions, request_id, reply))
+        await cancel_shielded_checkpoint()
+
+    async def _ask_permission(
+        self, run_number: int, request: PermissionRequest
+    ) -> PermissionReply | None:
+        """Rule 10: run ``run_number`` asks ``request`` (its start's ``ask_permission``)
+        and waits: the answer, or None if the request ended unanswered (its run
+        ended). Cancelled, the run took its ask back."""
+        handle = lifecycle_run(self._lifecycle)
+        if handle is None or handle.number != run_number or self._closed:
+            # A run the session has let go of (a late ask of a closed run): nobody is
+            # left to answer. The spec's engine never asks so; a real one may race.
+            await checkpoint_if_cancelled()
+            return PermissionReply("deny", STOPPED_MESSAGE)
+        ask = self._asks[request["id"]] = _Ask(request)
+        closing = self._closing(handle)
+        try:
+            self._apply_permissions(
+                ask_permission(self._permissions, run_number, request, run_closing=closing)
+            )
+            await ask.ended.wait()
+        except BaseException:
+            if not ask.ended.is_set():
+                self._apply_permissions(
+                    withdraw_permission(self._permissions, run_number, request["id"])
+                )
+            raise
+        finally:
+            self._asks.pop(request["id"], None)
+        return ask.reply
+
+    def _closing(self, handle: ChatRun) -> bool:
+        """Whether the session is closing the run (its close asked for)."""
+        return handle.close_requested or isinstance(self._lifecycle, Stopping)
+
+    def _apply_permissions(self, changed: PermissionStep) -> None:
+        """Rule 10's effects, in the spec's order: the answers to the runs, the ends,
+        a new request (with its timeout)."""
+        self._permissions = changed.pending
+        for given in changed.answers:
+            self._end_ask(given.request_id, given.reply)
+        for end in changed.ended:
+            # Ended unanswered (withdrawn, its run ended): the ask returns None.
+            self._end_ask(end.id, None)
+            self._events.publish(PermissionEnded(end))
+        if changed.announce is not None:
+            ask = self._asks[changed.announce["id"]]
+            self._events.publish(PermissionRequested(changed.announce))
+            self._task_group.start_soon(
+                self._time_out, ask, name=f"permission request {ask.request['id']} timeout"
+            )
+
+    def _end_ask(self, request_id: str, reply: PermissionReply | None) -> None:
+        ask = self._asks.get(request_id)
+        if ask is not None and not ask.ended.is_set():
+            ask.reply = reply
+            ask.ended.set()
+            ask.timer.cancel()
+
+    async def _time_out(self, ask: _Ask) -> None:
+        # Rule 10 (the spec's rule 3): unanswered after the timeout, denied.
+        with ask.timer:
+            await self._clock.sleep(self._permission_timeout.total_seconds())
+            self._apply_permissions(time_out_permission(self._permissions, ask.request["id"]))
+
+    def _deny_permissions_of(self, handle: ChatRun) -> None:
+        # Rule 10: a run the session closes is denied what it still waits on, first.
+        self._apply_permissions(deny_run(self._permissions, handle.number))
+
     async def interrupt(self) -> None:
         """Interrupt the turn in flight; the run stays open. Failures are logged."""
         await self._enter()
@@ -586,6 +706,7 @@ class ChatSession:
         self._queue = []
         if self._turn is not None:
             self._turn.returns_if_refused = False
+        self._deny_permissions_of(handle)
         handle.close_requested = True
         return handle
 
@@ -594,6 +715,7 @@ class ChatSession:
         handle = lifecycle_run(self._lifecycle)
         if handle is None or handle.close_requested:
             return None
+        self._deny_permissions_of(handle)
         handle.close_requested = True
         return handle
 
@@ -637,6 +759,7 @@ class ChatSession:
             self._queue = [*turn.entries, *self._queue]
         if handle.close_requested:
             return None
+        self._deny_permissions_of(handle)
         handle.close_requested = True
         return handle
 
@@ -686,6 +809,8 @@ class ChatSession:
         """Rule 6's close handler: ``idle``; drain unless this was a deliberate stop."""
         self._require_current(handle, "closed")
         intentional = isinstance(self._lifecycle, Stopping)
+        # Rule 10: what the run still asked ends with it, unanswered.
+        self._apply_permissions(drop_run(self._permissions, handle.number))
         self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
         self._forgotten_run = None
         self._turn_ended(delivered=False)
@@ -831,7 +956,10 @@ class ChatSession:
 
     async def _start_run(self, number: int, resume_session_id: str | None) -> None:
         options = StartOptions(
-            cwd=self._box_root, resume_session_id=resume_session_id, model=self._model
+            cwd=self._box_root,
+            resume_session_id=resume_session_id,
+            model=self._model,
+            ask_permission=partial(self._ask_permission, number),
         )
         try:
             run = await self._engine.start(options)
@@ -887,8 +1015,11 @@ class ChatSession:
             _log.warning("closing run %d failed: %r", handle.number, error)
 
     async def _release_run(self) -> None:
-        """On exit: close the run the session holds, without reacting to its end."""
+        """On exit: close the run the session holds, without reacting to its end (its
+        asks are denied first, as a stop denies them, but nobody is told)."""
         handle = lifecycle_run(self._lifecycle)
         if handle is not None:
+            for given in deny_run(self._permissions, handle.number).answers:
+                self._end_ask(given.request_id, given.reply)
             handle.close_requested = True
             await self._close_run(handle)

@@ -16,6 +16,10 @@ event                  name            sent by
 `ChatResponse`         chat-response   `ChatThreadSession` (a complete block)
 `Closed`               close           both (``0`` after a deliberate stop)
 `StartFailed`          start-failed    `ChatSession` (a run could not start)
+`PermissionRequested`  permission-     both (a run asks before a tool runs)
+                       request
+`PermissionEnded`      permission-     both (a request ended)
+                       ended
 =====================  ==============  =======================================
 
 Delivery
@@ -46,6 +50,7 @@ from typing import ClassVar, Generic, Literal, TypeAlias, TypeVar
 import anyio
 
 from beebox_impl.engine.mailbox import Mailbox, PullIterator
+from beebox_spec.permissions import PermissionEnd, PermissionRequest
 from beebox_spec.sdk_messages import AdaptedMessage, TaskMessage
 
 __all__ = [
@@ -57,6 +62,8 @@ __all__ = [
     "EventFanout",
     "EventSubscription",
     "Message",
+    "PermissionEnded",
+    "PermissionRequested",
     "SessionIdAssigned",
     "SessionStarted",
     "StartFailed",
@@ -152,8 +159,43 @@ class StartFailed:
     name: ClassVar[Literal["start-failed"]] = "start-failed"
 
 
-ChatEvent: TypeAlias = SessionIdAssigned | Message | Task | Done | TurnText | Closed | StartFailed
-ThreadSessionEvent: TypeAlias = SessionStarted | Message | Done | TurnText | ChatResponse | Closed
+@dataclass(frozen=True, slots=True)
+class PermissionRequested:
+    """A run asks before a tool runs: the request, pending until it ends."""
+
+    request: PermissionRequest
+    name: ClassVar[Literal["permission-request"]] = "permission-request"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionEnded:
+    """A pending request ended: how, and the decision its run was given."""
+
+    end: PermissionEnd
+    name: ClassVar[Literal["permission-ended"]] = "permission-ended"
+
+
+ChatEvent: TypeAlias = (
+    SessionIdAssigned
+    | Message
+    | Task
+    | Done
+    | TurnText
+    | Closed
+    | StartFailed
+    | PermissionRequested
+    | PermissionEnded
+)
+ThreadSessionEvent: TypeAlias = (
+    SessionStarted
+    | Message
+    | Done
+    | TurnText
+    | ChatResponse
+    | Closed
+    | PermissionRequested
+    | PermissionEnded
+)
 
 EventT = TypeVar("EventT")
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from beebox_impl.session.chat import (
     ChatRun,
     ChatSession,
+    _Ask,
     _Plan,
     _QueuedText,
     _SendTurn,
@@ -142,6 +143,29 @@ class ResetForgetsForAMoment(ChatSession):
         return super()._take_session_id(handle, message)
 
 
+class StopLeavesAsksWaiting(ChatSession):
+    """Stop, reset and restart close the run without denying what it waits on: its
+    requests end unanswered with the run, the turn left hanging on a missing answer."""
+
+    def _deny_permissions_of(self, handle: ChatRun) -> None:
+        return None
+
+
+class ClosingRunAskIsAnnounced(ChatSession):
+    """An ask by a run the session is closing is shown to a person (who cannot
+    answer in time) instead of denied at once."""
+
+    def _closing(self, handle: ChatRun) -> bool:
+        return False
+
+
+class TimedOutAskStaysPending(ChatSession):
+    """A request nobody answers waits for ever: the timeout is never armed."""
+
+    async def _time_out(self, ask: _Ask) -> None:
+        return None
+
+
 CHAT_MUTANTS: dict[str, type[ChatSession]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -155,5 +179,8 @@ CHAT_MUTANTS: dict[str, type[ChatSession]] = {
         RefusedDrainIsDropped,
         RefusingRunLeftOpen,
         ResetForgetsForAMoment,
+        StopLeavesAsksWaiting,
+        ClosingRunAskIsAnnounced,
+        TimedOutAskStaysPending,
     )
 }

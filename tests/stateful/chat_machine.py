@@ -16,12 +16,16 @@ step the machine compares what an observer sees:
   each start resumed;
 - the events emitted, in order, and the feature-delta calls — each of which
   must see the session not busy (the busy-flip ordering);
-- the interrupts each run received.
+- the interrupts each run received;
+- the pending permission requests, and the answer each run's asks were given.
 
 Interleavings that matter are ordinary steps: a send or an enqueue while the run
 starts (the start waits for the machine), a result racing a stop and a send in
 the close window (closes are held until the machine releases them, in examples
-that hold closes), a run dying mid-turn with a queue (the engine ends the run).
+that hold closes), a run dying mid-turn with a queue (the engine ends the run), a
+run asking while its close is held, an answer crossing a withdrawal or a stop.
+Permission timeouts run on a `ManualClock`: each ask is a second after the last,
+so every request has its own deadline and the machine times out one at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -49,14 +54,28 @@ from beebox_impl.session import (
     Done,
     EventSubscription,
     Message,
+    PermissionEnded,
+    PermissionRequested,
     SessionIdAssigned,
     StartFailed,
     Task,
     TurnText,
 )
+from beebox_impl.session.clock import ManualClock
 from beebox_impl.store import InMemoryQueueStore, InMemorySessionIdStore
 from beebox_spec import chat_session as spec
 from beebox_spec.lifecycle import Phase, Starting, lifecycle_run
+from beebox_spec.permissions import (
+    STOPPED_MESSAGE,
+    AnswerAsk,
+    AnswerPermission,
+    PermissionAsked,
+    PermissionNotPending,
+    PermissionReply,
+    PermissionRequest,
+    PermissionTimedOut,
+    PermissionWithdrawn,
+)
 from beebox_spec.sdk_messages import adapt_sdk_message
 from tests.stateful.harness import (
     HeldRun,
@@ -77,6 +96,9 @@ OTHER_MESSAGE_KINDS = st.sampled_from(
     ["init", "error-result", "task", "stream-event", "ignored", "unknown"]
 )
 START_FAILURE = "machine says no"
+PERMISSION_TIMEOUT = timedelta(minutes=10)
+TOOLS = st.sampled_from(["Bash", "Write", "Read"])
+DENY_MESSAGES = st.sampled_from(["", "not that file"])
 
 
 class SpecChat:
@@ -99,6 +121,16 @@ class SpecChat:
         self.feature_calls: list[str] = []
         # Engine run indexes whose next turn the run refuses (rule 8).
         self.refusing: set[int] = set()
+        # The answer each ask was given, by (engine run index, request id).
+        self.answers: dict[tuple[int, str], PermissionReply] = {}
+
+    def shut_down(self) -> None:
+        """The box closing: the spec has no such event; the session denies what is
+        pending, as a stop would, with nobody told (`ChatSession.open`)."""
+        for held in self.state.permissions:
+            self.answers[(self.run_index[held.run], held.id)] = PermissionReply(
+                "deny", STOPPED_MESSAGE
+            )
 
     def boot(self, session_id: str | None, rows: tuple[str, ...]) -> None:
         """The session opening on a box: its saved id, and a drain of the persisted rows."""
@@ -164,6 +196,8 @@ class SpecChat:
                 self.events.append(("start-failed", (reason, failed_text)))
             case spec.Emit(event=name, detail=detail):
                 self.events.append((name, detail))
+            case AnswerAsk(run=run, request_id=request_id, reply=reply):
+                self.answers[(self.run_index[run], request_id)] = reply
 
     @property
     def current_run(self) -> int | None:
@@ -199,6 +233,10 @@ def event_as_spec(event: ChatEvent) -> tuple[str, object]:
             return (event.name, code)
         case StartFailed(reason=reason, failed_text=failed_text):
             return (event.name, (reason, failed_text))
+        case PermissionRequested(request=request):
+            return (event.name, request)
+        case PermissionEnded(end=end):
+            return (event.name, end)
 
 
 class ChatSessionMachine(RuleBasedStateMachine):
@@ -227,6 +265,10 @@ class ChatSessionMachine(RuleBasedStateMachine):
         # The start (by number) whose first turn is a caller's text with its row written,
         # and how many rows were before that row.
         self.start_with_its_row: tuple[int, int] | None = None
+        self.clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+        # Every ask made, by request id: the spec's run number, the engine run, and
+        # when the request times out.
+        self.asked: dict[str, tuple[int, HeldRun, datetime]] = {}
 
     # --- Plumbing --------------------------------------------------------------------
 
@@ -250,6 +292,8 @@ class ChatSessionMachine(RuleBasedStateMachine):
                 queue_store=self.queue_store,
                 session_id_store=self.id_store,
                 apply_feature_deltas=self._features,
+                clock=self.clock,
+                permission_timeout=PERMISSION_TIMEOUT,
             )
         )
         self.session = context.__enter__()
@@ -381,6 +425,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
 
     def box_restarts(self) -> None:
         """The box goes down and comes back: same stores, a new session."""
+        self.model.shut_down()
         self._close()
         self.model.boot(self.id_store.session_id, self.queue_store.texts)
         self.start_with_its_row = None
@@ -509,6 +554,104 @@ class ChatSessionMachine(RuleBasedStateMachine):
     def _end(run: HeldRun) -> Callable[[], Awaitable[None]]:
         return run.inner.end
 
+    # --- Permission requests (rule 10) -----------------------------------------------
+
+    @precondition(lambda self: self.model.current_run is not None)
+    @rule(tool=TOOLS, can_always_allow=st.booleans())
+    def run_asks(self, tool: str, can_always_allow: bool) -> None:
+        """The current run asks before a tool runs, and waits for the answer; a
+        second passes."""
+        run_number = self.model.current_run
+        assert run_number is not None
+        request_id = f"permission-{len(self.asked)}"
+        request: PermissionRequest = {
+            "id": request_id,
+            "toolName": tool,
+            "input": {"ask": len(self.asked)},
+            "toolUseId": f"toolu-{len(self.asked)}",
+            "canAlwaysAllow": can_always_allow,
+        }
+        run = self.current_engine_run()
+        self.asked[request_id] = (run_number, run, self.clock.now() + PERMISSION_TIMEOUT)
+
+        # The ask waits on the portal's loop until it ends; the machine goes on.
+        self.portal.start_task_soon(run.inner.ask, request)
+        self.act(self._noop)
+        self.model.feed(PermissionAsked(run_number, request))
+        self.pass_time(timedelta(seconds=1))
+
+    def pass_time(self, delta: timedelta) -> None:
+        """Move the clock on; the spec hears every pending request now due time out
+        (one at most: pending deadlines are at least a second apart)."""
+
+        async def advance() -> None:
+            self.clock.advance(delta)
+
+        self.act(advance)
+        for held in self.model.state.permissions:
+            if self.asked[held.id][2] <= self.clock.now():
+                self.model.feed(PermissionTimedOut(held.id))
+
+    def answer(self, request_id: str, reply: PermissionReply) -> None:
+        try:
+            self.act(lambda: self.chat.answer_permission(request_id, reply))
+            answered = True
+        except PermissionNotPending:
+            answered = False
+        try:
+            self.model.feed(AnswerPermission(request_id, reply))
+            expected = True
+        except PermissionNotPending:
+            expected = False
+        assert answered == expected, f"answering {request_id}: impl {answered}, spec {expected}"
+
+    @precondition(lambda self: self.model.state.permissions)
+    @rule(
+        data=st.data(),
+        decision=st.sampled_from(["allow", "deny"]),
+        message=DENY_MESSAGES,
+        always=st.booleans(),
+    )
+    def person_answers(
+        self, data: st.DataObject, decision: str, message: str, always: bool
+    ) -> None:
+        """A person answers a pending request."""
+        held = data.draw(st.sampled_from(self.model.state.permissions))
+        allow = decision == "allow"
+        reply = PermissionReply(
+            "allow" if allow else "deny", "" if allow else message, always and allow
+        )
+        self.answer(held.id, reply)
+
+    @precondition(lambda self: self.asked)
+    @rule(data=st.data())
+    def person_answers_a_request_not_pending(self, data: st.DataObject) -> None:
+        """An answer to any request ever asked (most have ended), or to one never asked."""
+        request_id = data.draw(st.sampled_from([*self.asked, "permission-never"]))
+        self.answer(request_id, PermissionReply("allow"))
+
+    @precondition(lambda self: self.model.state.permissions)
+    @rule()
+    def oldest_request_times_out(self) -> None:
+        """Time passes to the oldest pending request's deadline (only its own: each
+        ask was a second after the last)."""
+        deadline = self.asked[self.model.state.permissions[0].id][2]
+        self.pass_time(deadline - self.clock.now())
+
+    @precondition(lambda self: self.asked)
+    @rule(data=st.data())
+    def run_withdraws(self, data: st.DataObject) -> None:
+        """A run takes an ask back (a CLI does when its turn is interrupted), whether
+        or not it is still waiting."""
+        request_id = data.draw(st.sampled_from(list(self.asked)))
+        run_number, run, _deadline = self.asked[request_id]
+
+        async def withdraw() -> None:
+            run.inner.withdraw(request_id)
+
+        self.act(withdraw)
+        self.model.feed(PermissionWithdrawn(run_number, request_id))
+
     # --- The comparison --------------------------------------------------------------
 
     def expected_rows(self) -> tuple[str, ...]:
@@ -533,7 +676,13 @@ class ChatSessionMachine(RuleBasedStateMachine):
             return
         chat, model = self.chat, self.model
         expected = spec.observe(model.state)
-        got = spec.Observation(chat.phase, chat.busy, chat.running, chat.queue)
+        got = spec.Observation(
+            chat.phase,
+            chat.busy,
+            chat.running,
+            chat.queue,
+            tuple(request["id"] for request in chat.pending_permissions),
+        )
         assert got == expected, f"observation: impl {got} != spec {expected}"
         assert chat.session_id == model.state.session_id, "session id held"
         assert self.id_store.session_id == model.saved_session_id, "session id persisted"
@@ -552,6 +701,13 @@ class ChatSessionMachine(RuleBasedStateMachine):
             index: run.interrupts for index, run in enumerate(self.engine.runs) if run.interrupts
         }
         assert interrupts == self.model.interrupts, "interrupts per run"
+        answers = {
+            (index, request_id): reply
+            for index, run in enumerate(self.engine.runs)
+            for request_id, reply in run.inner.answers.items()
+            if reply is not None
+        }
+        assert answers == self.model.answers, "answers the runs' asks were given"
 
     @invariant()
     def events_agree(self) -> None:
