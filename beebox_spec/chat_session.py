@@ -131,6 +131,7 @@ from beebox_spec.permissions import (
     PermissionWithdrawn,
     deny_run,
     drop_run,
+    in_order,
 )
 from beebox_spec.permissions import answer as answer_permission
 from beebox_spec.permissions import ask as ask_permission
@@ -469,11 +470,7 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
 def _permissions(state: ChatSessionState, changed: PermissionStep) -> ChatSessionStep:
     """Rule 10: the pending requests after a permission rule, its answers, then its
     reports (the ends, then a new request)."""
-    effects: list[Effect] = [*changed.answers]
-    effects += [Emit("permission-ended", end) for end in changed.ended]
-    if changed.announce is not None:
-        effects.append(Emit("permission-request", changed.announce))
-    return ChatSessionStep(replace(state, permissions=changed.pending), tuple(effects))
+    return ChatSessionStep(replace(state, permissions=changed.pending), in_order(changed, Emit))
 
 
 def _send(state: ChatSessionState, texts: tuple[str, ...], *, drained: bool) -> ChatSessionStep:

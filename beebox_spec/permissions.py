@@ -51,9 +51,10 @@ person choose "always".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Final, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import InvariantError, SpecRejection
@@ -72,6 +73,7 @@ __all__ = [
     "PendingPermission",
     "PermissionAsked",
     "PermissionEnd",
+    "PermissionEventName",
     "PermissionNotPending",
     "PermissionReply",
     "PermissionRequest",
@@ -83,6 +85,7 @@ __all__ = [
     "can_always_allow",
     "deny_run",
     "drop_run",
+    "in_order",
     "parse_permission_answer",
     "time_out",
     "withdraw",
@@ -102,6 +105,8 @@ STOPPED_MESSAGE: Final = (
 MAX_DENY_MESSAGE_CHARS: Final = 2000
 
 Decision: TypeAlias = Literal["allow", "deny"]
+# What a session tells its listeners of a request.
+PermissionEventName: TypeAlias = Literal["permission-request", "permission-ended"]
 EndedHow: TypeAlias = Literal["answered", "timed-out", "stopped", "withdrawn", "run-ended"]
 
 
@@ -208,6 +213,21 @@ class PermissionStep:
     answers: tuple[AnswerAsk, ...] = ()
     announce: PermissionRequest | None = None
     ended: tuple[PermissionEnd, ...] = ()
+
+
+EmitT = TypeVar("EmitT")
+
+
+def in_order(
+    changed: PermissionStep, emit: Callable[[PermissionEventName, object], EmitT]
+) -> tuple[AnswerAsk | EmitT, ...]:
+    """A step's effects in the order a session carries them out: the answers to the
+    runs, then what listeners hear (the ends, then a new request), each told with the
+    session's own ``emit``."""
+    told: list[EmitT] = [emit("permission-ended", end) for end in changed.ended]
+    if changed.announce is not None:
+        told.append(emit("permission-request", changed.announce))
+    return (*changed.answers, *told)
 
 
 # --- The rules -----------------------------------------------------------------------

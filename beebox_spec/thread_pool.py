@@ -43,6 +43,16 @@ run and go straight back to ``idle``. Its rules:
    flight (`TurnRefused`): the session closes that run, and the close settles the
    turn as ``closed`` (rule 3). Left open, the run would keep the turn in flight
    for good: the session busy, and the pool waiting on it.
+7. (Ours) **Permission requests** (`beebox_spec.permissions`). The run the
+   session holds may ask for a person's answer before a tool runs; the request is
+   pending until answered, timed out, withdrawn, or ended with its run. Park and
+   stop — and closing a run that refused its turn — deny the run's pending
+   requests before the close (``permission-ended``, how ``stopped``): a parked
+   thread's turn ends on an answer, not on a missing one. A run the session has
+   let go of is answered at once, denied, and nothing is announced. The current
+   run's close ends the rest unanswered. Requests change no phase: a turn waiting
+   for an answer is in flight, so the session reads busy (a send is refused, and
+   the pool waits on it as on any busy session before parking it).
 
 The `ChatSessionPool` holds at most one active thread session. Its decisions are
 pure functions here; the waiting (for the active session's turn to finish, up to
@@ -79,6 +89,23 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.permissions import (
+    AnswerAsk,
+    AnswerPermission,
+    PendingPermission,
+    PermissionAsked,
+    PermissionNotPending,
+    PermissionStep,
+    PermissionTimedOut,
+    PermissionWithdrawn,
+    deny_run,
+    drop_run,
+    in_order,
+)
+from beebox_spec.permissions import answer as answer_permission
+from beebox_spec.permissions import ask as ask_permission
+from beebox_spec.permissions import time_out as time_out_permission
+from beebox_spec.permissions import withdraw as withdraw_permission
 from beebox_spec.run_protocol import (
     CloseRun,
     RunClosed,
@@ -96,10 +123,16 @@ __all__ = [
     "MAX_AGE",
     "MAX_MESSAGES",
     "REMINDER",
+    "AnswerAsk",
+    "AnswerPermission",
     "CloseRun",
     "Emit",
     "LogSkip",
     "Park",
+    "PermissionAsked",
+    "PermissionNotPending",
+    "PermissionTimedOut",
+    "PermissionWithdrawn",
     "PoolPlan",
     "RunClosed",
     "RunStartFailed",
@@ -156,7 +189,8 @@ class ThreadSessionState:
     """A thread session's state.
 
     ``start_abandoned`` is true when the session was parked or stopped while its run
-    was starting: the run is closed as soon as it opens.
+    was starting: the run is closed as soon as it opens. ``permissions`` are the
+    pending permission requests, in the order asked (rule 7).
     """
 
     lifecycle: Lifecycle[int] = IDLE
@@ -168,6 +202,7 @@ class ThreadSessionState:
     turn_pending: bool = False
     runs_started: int = 0
     view_base_url: str | None = None
+    permissions: tuple[PendingPermission, ...] = ()
 
 
 def initial_thread_state(
@@ -206,7 +241,18 @@ class Stop:
 
 
 ThreadEvent: TypeAlias = (
-    Send | Park | Stop | RunStarted | RunStartFailed | SdkMessageArrived | RunClosed | TurnRefused
+    Send
+    | Park
+    | Stop
+    | RunStarted
+    | RunStartFailed
+    | SdkMessageArrived
+    | RunClosed
+    | TurnRefused
+    | PermissionAsked
+    | PermissionWithdrawn
+    | AnswerPermission
+    | PermissionTimedOut
 )
 
 
@@ -229,7 +275,14 @@ class LogSkip:
 
 
 ThreadEmitted: TypeAlias = Literal[
-    "session", "chat-response", "turn-text", "done", "message", "close"
+    "session",
+    "chat-response",
+    "turn-text",
+    "done",
+    "message",
+    "close",
+    "permission-request",
+    "permission-ended",
 ]
 
 
@@ -241,7 +294,7 @@ class Emit:
     detail: object = None
 
 
-ThreadEffect: TypeAlias = StartRun | SendTurn | CloseRun | SettleTurn | LogSkip | Emit
+ThreadEffect: TypeAlias = StartRun | SendTurn | CloseRun | SettleTurn | LogSkip | Emit | AnswerAsk
 
 
 @dataclass(frozen=True)
@@ -258,8 +311,9 @@ def session_running(state: ThreadSessionState) -> bool:
 
 
 def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
-    """Apply one event. Raises `SessionBusyError` on a refused send and `InvariantError`
-    on an impossible engine event."""
+    """Apply one event. Raises `SessionBusyError` on a refused send,
+    `PermissionNotPending` on an answer to a request that is not pending, and
+    `InvariantError` on an impossible engine event."""
     match event:
         case Send(text=text):
             return _send(state, text)
@@ -277,8 +331,25 @@ def step(state: ThreadSessionState, event: ThreadEvent) -> ThreadStep:
             return _run_closed(state, run)
         case TurnRefused(run=run):
             return _turn_refused(state, run)
+        case PermissionAsked(run=run, request=request):
+            # Rule 7: a run let go of (parked or stopped) is denied at once.
+            let_go = _is_let_go(state, run)
+            return _permissions(
+                state, ask_permission(state.permissions, run, request, run_closing=let_go)
+            )
+        case PermissionWithdrawn(run=run, request_id=request_id):
+            return _permissions(state, withdraw_permission(state.permissions, run, request_id))
+        case AnswerPermission(request_id=request_id, reply=reply):
+            return _permissions(state, answer_permission(state.permissions, request_id, reply))
+        case PermissionTimedOut(request_id=request_id):
+            return _permissions(state, time_out_permission(state.permissions, request_id))
         case _:
             assert_never(event)
+
+
+def _permissions(state: ThreadSessionState, changed: PermissionStep) -> ThreadStep:
+    """Rule 7: the pending requests after a permission rule, and its effects in order."""
+    return ThreadStep(replace(state, permissions=changed.pending), in_order(changed, Emit))
 
 
 def _send(state: ThreadSessionState, text: str) -> ThreadStep:
@@ -394,10 +465,12 @@ def _run_closed(state: ThreadSessionState, run: int) -> ThreadStep:
     if _is_let_go(state, run):
         return ThreadStep(state, (Emit("close"),))
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
-    effects: list[ThreadEffect] = [Emit("close")]
+    # Rule 7: what the run still asked ends with it, unanswered.
+    dropped = _permissions(state, drop_run(state.permissions, run))
+    effects: list[ThreadEffect] = [*dropped.effects, Emit("close")]
     if state.turn_pending:
         effects.append(SettleTurn("closed"))
-    return ThreadStep(replace(state, lifecycle=idle, turn_pending=False), tuple(effects))
+    return ThreadStep(replace(dropped.state, lifecycle=idle, turn_pending=False), tuple(effects))
 
 
 def _turn_refused(state: ThreadSessionState, run: int) -> ThreadStep:
@@ -406,7 +479,9 @@ def _turn_refused(state: ThreadSessionState, run: int) -> ThreadStep:
         return ThreadStep(state)
     if not isinstance(state.lifecycle, Streaming):
         raise InvariantError(f"run {run} refused a turn while {state.lifecycle.phase}")
-    return ThreadStep(state, (CloseRun(run),))
+    # Rule 7: its pending requests are denied before it is closed.
+    denied = _permissions(state, deny_run(state.permissions, run))
+    return ThreadStep(denied.state, (*denied.effects, CloseRun(run)))
 
 
 def _close_through(state: ThreadSessionState, *, forget: bool) -> ThreadStep:
@@ -424,14 +499,16 @@ def _close_through(state: ThreadSessionState, *, forget: bool) -> ThreadStep:
     # Nothing open to close: only the session id changes.
     if run is None:
         return ThreadStep(replace(state, session_id=session_id))
+    # Rule 7: the run's pending requests are denied before it is closed.
+    denied = _permissions(state, deny_run(state.permissions, run))
     return ThreadStep(
         replace(
-            state,
+            denied.state,
             lifecycle=next_lifecycle(state.lifecycle, IDLE),
             session_id=session_id,
             turn_pending=False,
         ),
-        (CloseRun(run), *settle),
+        (*denied.effects, CloseRun(run), *settle),
     )
 
 

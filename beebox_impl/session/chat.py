@@ -95,7 +95,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -114,13 +114,12 @@ from beebox_impl.session.events import (
     EventFanout,
     EventSubscription,
     Message,
-    PermissionEnded,
-    PermissionRequested,
     SessionIdAssigned,
     StartFailed,
     Task,
     TurnText,
 )
+from beebox_impl.session.permissions import PermissionDesk
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.protocols import QueueStore, SessionIdStore
@@ -143,17 +142,9 @@ from beebox_spec.lifecycle import (
 from beebox_spec.permissions import (
     DEFAULT_TIMEOUT,
     STOPPED_MESSAGE,
-    PendingPermission,
     PermissionReply,
     PermissionRequest,
-    PermissionStep,
-    deny_run,
-    drop_run,
 )
-from beebox_spec.permissions import answer as answer_permission
-from beebox_spec.permissions import ask as ask_permission
-from beebox_spec.permissions import time_out as time_out_permission
-from beebox_spec.permissions import withdraw as withdraw_permission
 from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
 
 __all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook", "TurnEndHook"]
@@ -269,18 +260,6 @@ def _call_turn_end_hook(hook: TurnEndHook, texts: tuple[str, ...], delivered: bo
         _log.warning("reporting the end of a turn failed: %r", error)
 
 
-@dataclass(eq=False)
-class _Ask:
-    """A run's ask, waiting for its answer (rule 10)."""
-
-    request: PermissionRequest
-    # Set when the ask is over: answered (``reply``), or ended unanswered (None).
-    ended: anyio.Event = field(default_factory=anyio.Event)
-    reply: PermissionReply | None = None
-    # Its timeout's task, cancelled when the request ends first.
-    timer: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-
-
 class ChatSession:
     """The whole-box chat session. Open it with `ChatSession.open`; see the module doc."""
 
@@ -299,11 +278,6 @@ class ChatSession:
         permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> None:
         self._engine = engine
-        self._clock = clock if clock is not None else SystemClock()
-        self._permission_timeout = permission_timeout
-        # Rule 10: the pending requests (the spec's own value), and each one's ask.
-        self._permissions: tuple[PendingPermission, ...] = ()
-        self._asks: dict[str, _Ask] = {}
         self._box_root = box_root
         self._queue_store = queue_store
         self._session_id_store = session_id_store
@@ -324,6 +298,13 @@ class ChatSession:
         self._runs_started = 0
         self._closed = False
         self._events = EventFanout[ChatEvent]()
+        # Rule 10: the runs' pending permission requests.
+        self._permissions = PermissionDesk(
+            task_group=task_group,
+            clock=clock if clock is not None else SystemClock(),
+            timeout=permission_timeout,
+            publish=self._events.publish,
+        )
         self._writer = StoreWriter("chat session")
         self.counters = PumpCounters()
 
@@ -424,7 +405,7 @@ class ChatSession:
     @property
     def pending_permissions(self) -> list[PermissionRequest]:
         """The pending permission requests, in the order asked (rule 10)."""
-        return [self._asks[held.id].request for held in self._permissions]
+        return self._permissions.pending_requests
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[ChatEvent]:
         """Listen to the session's events from now on (see `beebox_impl.session.events`)."""
@@ -579,7 +560,7 @@ class ChatSession:
         """Rule 10: answer the pending request ``request_id``; its run goes on at once.
         Raises `PermissionNotPending` for a request that is not pending."""
         await checkpoint_if_cancelled()
-        self._apply_permissions(answer_permission(self._permissions, request_id, reply))
+        self._permissions.answer(request_id, reply)
         await cancel_shielded_checkpoint()
 
     async def _ask_permission(
@@ -594,60 +575,15 @@ class ChatSession:
             # left to answer. The spec's engine never asks so; a real one may race.
             await checkpoint_if_cancelled()
             return PermissionReply("deny", STOPPED_MESSAGE)
-        ask = self._asks[request["id"]] = _Ask(request)
-        closing = self._closing(handle)
-        try:
-            self._apply_permissions(
-                ask_permission(self._permissions, run_number, request, run_closing=closing)
-            )
-            await ask.ended.wait()
-        except BaseException:
-            if not ask.ended.is_set():
-                self._apply_permissions(
-                    withdraw_permission(self._permissions, run_number, request["id"])
-                )
-            raise
-        finally:
-            self._asks.pop(request["id"], None)
-        return ask.reply
+        return await self._permissions.ask(run_number, request, run_closing=self._closing(handle))
 
     def _closing(self, handle: ChatRun) -> bool:
         """Whether the session is closing the run (its close asked for)."""
         return handle.close_requested or isinstance(self._lifecycle, Stopping)
 
-    def _apply_permissions(self, changed: PermissionStep) -> None:
-        """Rule 10's effects, in the spec's order: the answers to the runs, the ends,
-        a new request (with its timeout)."""
-        self._permissions = changed.pending
-        for given in changed.answers:
-            self._end_ask(given.request_id, given.reply)
-        for end in changed.ended:
-            # Ended unanswered (withdrawn, its run ended): the ask returns None.
-            self._end_ask(end.id, None)
-            self._events.publish(PermissionEnded(end))
-        if changed.announce is not None:
-            ask = self._asks[changed.announce["id"]]
-            self._events.publish(PermissionRequested(changed.announce))
-            self._task_group.start_soon(
-                self._time_out, ask, name=f"permission request {ask.request['id']} timeout"
-            )
-
-    def _end_ask(self, request_id: str, reply: PermissionReply | None) -> None:
-        ask = self._asks.get(request_id)
-        if ask is not None and not ask.ended.is_set():
-            ask.reply = reply
-            ask.ended.set()
-            ask.timer.cancel()
-
-    async def _time_out(self, ask: _Ask) -> None:
-        # Rule 10 (the spec's rule 3): unanswered after the timeout, denied.
-        with ask.timer:
-            await self._clock.sleep(self._permission_timeout.total_seconds())
-            self._apply_permissions(time_out_permission(self._permissions, ask.request["id"]))
-
     def _deny_permissions_of(self, handle: ChatRun) -> None:
         # Rule 10: a run the session closes is denied what it still waits on, first.
-        self._apply_permissions(deny_run(self._permissions, handle.number))
+        self._permissions.deny_run(handle.number)
 
     async def interrupt(self) -> None:
         """Interrupt the turn in flight; the run stays open. Failures are logged."""
@@ -810,7 +746,7 @@ class ChatSession:
         self._require_current(handle, "closed")
         intentional = isinstance(self._lifecycle, Stopping)
         # Rule 10: what the run still asked ends with it, unanswered.
-        self._apply_permissions(drop_run(self._permissions, handle.number))
+        self._permissions.drop_run(handle.number)
         self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
         self._forgotten_run = None
         self._turn_ended(delivered=False)
@@ -1019,7 +955,6 @@ class ChatSession:
         asks are denied first, as a stop denies them, but nobody is told)."""
         handle = lifecycle_run(self._lifecycle)
         if handle is not None:
-            for given in deny_run(self._permissions, handle.number).answers:
-                self._end_ask(given.request_id, given.reply)
+            self._permissions.release_run(handle.number)
             handle.close_requested = True
             await self._close_run(handle)

@@ -31,6 +31,12 @@ A send on thread *t* (`ChatSessionPool.send`), one at a time (a lock):
    never depend on which waiting task wakes first.
 6. **Close.** An active session whose run ends stops being the active one.
 7. **Evict** stops the thread's session (forgetting its id) and deletes its record.
+8. **Permission requests** (ours). Only the active session's run can be waiting
+   on one (a parked or stopped session's requests were denied as it let go of
+   its run): `pending_permissions` lists them, `answer_permission` answers one,
+   and `subscribe_permissions` hears every session's ``permission-request`` and
+   ``permission-ended`` events. A session waiting on an answer is busy: a send
+   on another thread waits for it up to `BUSY_TIMEOUT`, then parks it (rule 2).
 
 Records are kept in memory and written through one `StoreWriter`, in order; `send`
 and `evict` return once the writes they caused are stored.
@@ -43,7 +49,7 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -53,6 +59,8 @@ from anyio.lowlevel import checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.session.clock import SessionClock, SystemClock
+from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventFanout, EventSubscription
+from beebox_impl.session.permissions import PermissionEvent
 from beebox_impl.session.thread import (
     ChatThreadSession,
     PendingTurn,
@@ -63,6 +71,12 @@ from beebox_impl.session.thread import (
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.protocols import ThreadRecordStore
 from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.permissions import (
+    DEFAULT_TIMEOUT,
+    PermissionNotPending,
+    PermissionReply,
+    PermissionRequest,
+)
 from beebox_spec.thread_pool import (
     BUSY_TIMEOUT,
     PoolPlan,
@@ -125,6 +139,7 @@ class ChatSessionPool:
         view_base_url: str | None = None,
         thread_prompt: str | None = None,
         model: str | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> None:
         self._engine = engine
         self._box_root = box_root
@@ -134,6 +149,8 @@ class ChatSessionPool:
         self._view_base_url = view_base_url
         self._thread_prompt = thread_prompt
         self._model = model
+        self._permission_timeout = permission_timeout
+        self._permission_events = EventFanout[PermissionEvent]()
         self._records: dict[str, ThreadRecord] = {}
         self._active: ChatThreadSession | None = None
         self._active_thread: str | None = None
@@ -154,6 +171,7 @@ class ChatSessionPool:
         view_base_url: str | None = None,
         thread_prompt: str | None = None,
         model: str | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> AsyncIterator[ChatSessionPool]:
         """The pool of a box, its records loaded; on exit the active run is closed."""
         pool: ChatSessionPool | None = None
@@ -168,6 +186,7 @@ class ChatSessionPool:
                     view_base_url=view_base_url,
                     thread_prompt=thread_prompt,
                     model=model,
+                    permission_timeout=permission_timeout,
                 )
                 task_group.start_soon(pool._writer.run, name="chat session pool store writer")
                 try:
@@ -178,9 +197,11 @@ class ChatSessionPool:
                         await pool._writer.flush()
                     task_group.cancel_scope.cancel()
         finally:
-            if pool is not None and pool._active is not None:
-                with anyio.CancelScope(shield=True):
-                    await pool._active.release()
+            if pool is not None:
+                if pool._active is not None:
+                    with anyio.CancelScope(shield=True):
+                        await pool._active.release()
+                pool._permission_events.close()
 
     # --- Readings ------------------------------------------------------------------
 
@@ -198,7 +219,27 @@ class ChatSessionPool:
         """Every thread's record (a copy)."""
         return dict(self._records)
 
+    @property
+    def pending_permissions(self) -> list[PermissionRequest]:
+        """The active session's pending permission requests, in the order asked."""
+        return [] if self._active is None else self._active.pending_permissions
+
+    def subscribe_permissions(
+        self, max_buffer: int = DEFAULT_EVENT_BUFFER
+    ) -> EventSubscription[PermissionEvent]:
+        """Hear every session's permission requests and their ends from now on."""
+        return self._permission_events.subscribe(max_buffer)
+
     # --- Operations ------------------------------------------------------------------
+
+    async def answer_permission(self, request_id: str, reply: PermissionReply) -> None:
+        """Answer the pending request ``request_id`` (rule 8); raises
+        `PermissionNotPending` if no session of the pool is waiting on it."""
+        session = self._active
+        if session is None or all(held["id"] != request_id for held in session.pending_permissions):
+            await checkpoint_if_cancelled()
+            raise PermissionNotPending(f"no pending permission request {request_id!r}")
+        await session.answer_permission(request_id, reply)
 
     async def send(
         self, thread_ref: str, text: str, *, on_response: ResponseCallback | None = None
@@ -251,6 +292,9 @@ class ChatSessionPool:
                 system_prompt=self._thread_prompt,
                 model=self._model,
                 on_run_closed=self._session_closed,
+                clock=self._clock,
+                permission_timeout=self._permission_timeout,
+                on_permission_event=self._permission_events.publish,
             )
             self._active, self._active_thread = session, thread_ref
         try:

@@ -32,6 +32,10 @@ The rules (numbered as in `beebox_spec.thread_pool`)
 6. **A refused turn** (ours). A run whose ``send`` raises on the turn in flight is
    closed, and its close settles the turn as ``closed`` (rule 3): left open, it
    would keep the session busy and the pool waiting on it for good.
+7. **Permission requests** (ours). The run's asks wait in a `PermissionDesk`
+   until answered (`answer_permission`), timed out on the injected clock,
+   withdrawn, or ended with the run; park, stop and a refused turn's close deny
+   them first. A run the session let go of is denied at once.
 
 A turn is a `PendingTurn`: `send` is `start_turn` followed by
 `PendingTurn.wait`, which returns how the turn settled (`TurnSettlement`) and
@@ -45,6 +49,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import assert_never
@@ -54,6 +59,7 @@ from anyio.abc import TaskGroup
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine, Run, StartOptions
+from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import (
     DEFAULT_EVENT_BUFFER,
     ChatResponse,
@@ -66,6 +72,7 @@ from beebox_impl.session.events import (
     ThreadSessionEvent,
     TurnText,
 )
+from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
@@ -82,6 +89,7 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
+from beebox_spec.permissions import DEFAULT_TIMEOUT, PermissionReply, PermissionRequest
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
 from beebox_spec.thread_pool import SessionBusyError, TurnOutcome, compose_turn
 
@@ -180,6 +188,9 @@ class ChatThreadSession:
         model: str | None = None,
         env: Mapping[str, str] | None = None,
         on_run_closed: Callable[[ChatThreadSession], None] | None = None,
+        clock: SessionClock | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
+        on_permission_event: Callable[[PermissionEvent], None] | None = None,
     ) -> None:
         self._engine = engine
         self._box_root = box_root
@@ -200,6 +211,15 @@ class ChatThreadSession:
         self._idle = anyio.Event()
         self._idle.set()
         self._events = EventFanout[ThreadSessionEvent]()
+        self._on_permission_event = on_permission_event
+        # Rule 7: the run's pending permission requests.
+        self._permissions = PermissionDesk(
+            task_group=task_group,
+            clock=clock if clock is not None else SystemClock(),
+            timeout=permission_timeout,
+            publish=self._publish_permission_event,
+        )
+        self._released = False
         self.counters = PumpCounters()
 
     @classmethod
@@ -213,6 +233,8 @@ class ChatThreadSession:
         view_base_url: str | None = None,
         system_prompt: str | None = None,
         model: str | None = None,
+        clock: SessionClock | None = None,
+        permission_timeout: timedelta = DEFAULT_TIMEOUT,
     ) -> AsyncIterator[ChatThreadSession]:
         """A thread session with a task group of its own; on exit its run is closed."""
         session: ChatThreadSession | None = None
@@ -226,6 +248,8 @@ class ChatThreadSession:
                     view_base_url=view_base_url,
                     system_prompt=system_prompt,
                     model=model,
+                    clock=clock,
+                    permission_timeout=permission_timeout,
                 )
                 try:
                     yield session
@@ -265,6 +289,11 @@ class ChatThreadSession:
     def pending_turn(self) -> PendingTurn | None:
         """The turn in flight, if any."""
         return self._pending
+
+    @property
+    def pending_permissions(self) -> list[PermissionRequest]:
+        """The run's pending permission requests, in the order asked (rule 7)."""
+        return self._permissions.pending_requests
 
     def subscribe(
         self, max_buffer: int = DEFAULT_EVENT_BUFFER
@@ -318,11 +347,38 @@ class ChatThreadSession:
         """Close the run and forget the session id."""
         await self._close_through(forget=True)
 
+    async def answer_permission(self, request_id: str, reply: PermissionReply) -> None:
+        """Rule 7: answer the pending request ``request_id``; its run goes on at once.
+        Raises `PermissionNotPending` for a request that is not pending."""
+        await checkpoint_if_cancelled()
+        self._permissions.answer(request_id, reply)
+        await cancel_shielded_checkpoint()
+
     async def release(self) -> None:
-        """Close whatever run the session holds without changing its state (shutdown)."""
+        """Close whatever run the session holds without changing its state (shutdown);
+        what it waits on is denied, nobody told."""
+        self._released = True
         handle = lifecycle_run(self._lifecycle)
         if handle is not None:
+            self._permissions.release_run(handle.number)
             await self._close_run(handle)
+
+    async def _ask_permission(
+        self, run_number: int, request: PermissionRequest
+    ) -> PermissionReply | None:
+        """Rule 7: run ``run_number`` asks ``request`` (its start's ``ask_permission``)."""
+        handle = lifecycle_run(self._lifecycle)
+        let_go = handle is None or handle.number != run_number or self._released
+        return await self._permissions.ask(run_number, request, run_closing=let_go)
+
+    def _deny_permissions_of(self, handle: ThreadRun) -> None:
+        # Rule 7: a run the session closes is denied what it still waits on, first.
+        self._permissions.deny_run(handle.number)
+
+    def _publish_permission_event(self, event: PermissionEvent) -> None:
+        self._events.publish(event)
+        if self._on_permission_event is not None:
+            self._on_permission_event(event)
 
     # --- State halves ----------------------------------------------------------------
 
@@ -437,6 +493,8 @@ class ChatThreadSession:
         if self._is_let_go(handle):
             self._events.publish(Closed(None))
             return
+        # Rule 7: what the run still asked ends with it, unanswered.
+        self._permissions.drop_run(handle.number)
         self._set_lifecycle(IDLE)
         self._events.publish(Closed(None))
         self._settle(TurnSettlement("closed"))
@@ -457,6 +515,7 @@ class ChatThreadSession:
         handle = lifecycle_run(self._lifecycle)
         if handle is None:
             return None
+        self._deny_permissions_of(handle)
         self._set_lifecycle(IDLE)
         # The turn in flight is let go with the run; `_close_through` settles it.
         self._pending = None
@@ -481,6 +540,7 @@ class ChatThreadSession:
         # Parked or stopped since (closed already), or the turn ended after all.
         if self._is_let_go(handle) or not isinstance(self._lifecycle, Streaming):
             return
+        self._deny_permissions_of(handle)
         # In a task of the session's: a caller cancelled now must not leave it open.
         self._task_group.start_soon(
             self._close_run, handle, name=f"thread run {handle.number} close (turn refused)"
@@ -500,6 +560,7 @@ class ChatThreadSession:
             system_prompt=self._system_prompt,
             model=self._model,
             env=self._env,
+            ask_permission=partial(self._ask_permission, number),
         )
         try:
             run = await self._engine.start(options)

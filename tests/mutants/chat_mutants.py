@@ -8,11 +8,12 @@ ChatSession machine against every one and expects it to fail.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
 from beebox_impl.session.chat import (
     ChatRun,
     ChatSession,
-    _Ask,
     _Plan,
     _QueuedText,
     _SendTurn,
@@ -160,10 +161,10 @@ class ClosingRunAskIsAnnounced(ChatSession):
 
 
 class TimedOutAskStaysPending(ChatSession):
-    """A request nobody answers waits for ever: the timeout is never armed."""
+    """A request nobody answers waits for ever: its timeout is never reached."""
 
-    async def _time_out(self, ask: _Ask) -> None:
-        return None
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**{**options, "permission_timeout": timedelta(days=36500)})
 
 
 CHAT_MUTANTS: dict[str, type[ChatSession]] = {

@@ -84,6 +84,16 @@ class RefusingThreadRunLeftOpen(ChatSessionPool):
     session_class = _Session
 
 
+class ParkLeavesAsksWaiting(ChatSessionPool):
+    """Its sessions park and stop without denying what the run waits on."""
+
+    class _Session(ChatThreadSession):
+        def _deny_permissions_of(self, handle: ThreadRun) -> None:
+            return None
+
+    session_class = _Session
+
+
 POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -94,5 +104,6 @@ POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
         FailureKeepsTheRecord,
         NeverRotates,
         RefusingThreadRunLeftOpen,
+        ParkLeavesAsksWaiting,
     )
 }

@@ -11,6 +11,17 @@ from hypothesis import strategies as st
 from beebox_spec.errors import InvariantError
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.lifecycle import Idle, Phase
+from beebox_spec.permissions import (
+    STOPPED_MESSAGE,
+    AnswerAsk,
+    AnswerPermission,
+    PendingPermission,
+    PermissionAsked,
+    PermissionEnd,
+    PermissionNotPending,
+    PermissionReply,
+    PermissionRequest,
+)
 from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
     MAX_AGE,
@@ -256,3 +267,74 @@ def test_a_success_counts_one_message_and_keeps_the_creation_time(count: int, mi
 def test_a_failure_deletes_the_thread_record() -> None:
     records = {"t1": record(), "t2": record()}
     assert record_after_failure(records, "t1") == {"t2": records["t2"]}
+
+
+# --- Rule 7: permission requests ------------------------------------------------------
+
+
+def permission_request(request_id: str) -> PermissionRequest:
+    return {
+        "id": request_id,
+        "toolName": "Write",
+        "input": {"file_path": "a.txt"},
+        "toolUseId": f"toolu_{request_id}",
+        "canAlwaysAllow": False,
+    }
+
+
+DENY_STOPPED = PermissionReply("deny", STOPPED_MESSAGE)
+
+
+def asking(*ids: str) -> ThreadSessionState:
+    """A thread session mid-turn on run 1, its run waiting on ``ids``."""
+    asks = [PermissionAsked(1, permission_request(request_id)) for request_id in ids]
+    return run_events(Send("a"), RunStarted(), *asks)[-1].state
+
+
+def test_an_ask_is_announced_and_the_session_stays_busy() -> None:
+    result = step(asking(), PermissionAsked(1, permission_request("p-1")))
+    assert result.effects == (Emit("permission-request", permission_request("p-1")),)
+    assert result.state.permissions == (PendingPermission("p-1", 1),)
+    # Waiting for an answer is a turn in flight: a thread session refuses a send.
+    with pytest.raises(SessionBusyError):
+        step(result.state, Send("more"))
+
+
+@pytest.mark.parametrize("control", [Park(), Stop()])
+def test_park_and_stop_deny_whats_pending_before_the_close(control: ThreadEvent) -> None:
+    result = step(asking("p-1", "p-2"), control)
+    assert result.effects == (
+        AnswerAsk(1, "p-1", DENY_STOPPED),
+        AnswerAsk(1, "p-2", DENY_STOPPED),
+        Emit("permission-ended", PermissionEnd("p-1", "stopped", "deny")),
+        Emit("permission-ended", PermissionEnd("p-2", "stopped", "deny")),
+        CloseRun(1),
+        SettleTurn("closed"),
+    )
+    assert result.state.permissions == ()
+
+
+def test_a_refused_turn_denies_before_its_close() -> None:
+    result = step(asking("p-1"), TurnRefused(1))
+    assert result.effects[0] == AnswerAsk(1, "p-1", DENY_STOPPED)
+    assert result.effects[-1] == CloseRun(1)
+
+
+def test_a_parked_runs_ask_is_denied_at_once_and_not_announced() -> None:
+    parked = step(asking(), Park()).state
+    result = step(parked, PermissionAsked(1, permission_request("late")))
+    assert result.effects == (AnswerAsk(1, "late", DENY_STOPPED),)
+    assert result.state.permissions == ()
+
+
+def test_the_runs_close_ends_what_it_asked_unanswered() -> None:
+    result = step(asking("p-1"), RunClosed(1))
+    assert result.effects[0] == Emit("permission-ended", PermissionEnd("p-1", "run-ended", None))
+    assert not any(isinstance(effect, AnswerAsk) for effect in result.effects)
+
+
+def test_an_answer_reaches_the_run_and_a_second_is_refused() -> None:
+    result = step(asking("p-1"), AnswerPermission("p-1", PermissionReply("allow")))
+    assert result.effects[0] == AnswerAsk(1, "p-1", PermissionReply("allow"))
+    with pytest.raises(PermissionNotPending):
+        step(result.state, AnswerPermission("p-1", PermissionReply("allow")))

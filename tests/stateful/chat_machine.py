@@ -30,6 +30,7 @@ so every request has its own deadline and the machine times out one at a time.
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -269,6 +270,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
         # Every ask made, by request id: the spec's run number, the engine run, and
         # when the request times out.
         self.asked: dict[str, tuple[int, HeldRun, datetime]] = {}
+        self.asks_waiting: list[concurrent.futures.Future[PermissionReply | None]] = []
 
     # --- Plumbing --------------------------------------------------------------------
 
@@ -316,6 +318,9 @@ class ChatSessionMachine(RuleBasedStateMachine):
         try:
             self._close()
         finally:
+            # An ask a broken session never ends would hold the portal open: cancel it.
+            for future in self.asks_waiting:
+                future.cancel()
             self._portal_context.__exit__(None, None, None)
 
     def current_engine_run(self) -> HeldRun:
@@ -575,7 +580,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
         self.asked[request_id] = (run_number, run, self.clock.now() + PERMISSION_TIMEOUT)
 
         # The ask waits on the portal's loop until it ends; the machine goes on.
-        self.portal.start_task_soon(run.inner.ask, request)
+        self.asks_waiting.append(self.portal.start_task_soon(run.inner.ask, request))
         self.act(self._noop)
         self.model.feed(PermissionAsked(run_number, request))
         self.pass_time(timedelta(seconds=1))

@@ -17,9 +17,16 @@ waits for its turn), evictions, time passing, and the engine's answers (starts,
 messages, runs ending, held closes released) on any run still open — the active
 session's, or one a parked session let go of. After every step it compares the
 active thread, the records (in memory and stored), the active session's phase,
-busy, running and session id, every run started (its resumed id, its system
-prompt, the texts sent to it) and every send: whether it has finished and what
-it returned.
+busy, running, session id and pending permission requests, every run started
+(its resumed id, its system prompt, the texts sent to it), the answer each ask of
+a run was given, and every send: whether it has finished and what it returned.
+
+Runs ask for permission too (rule 7), any run still open (a parked one's ask is
+denied at once), and a person answers. Time passes in steps, one deadline at a
+time (a permission request's timeout, a waiting send's `BUSY_TIMEOUT`), so the
+implementation's timers fire in the order the reference takes them; the
+permission timeout is a second off the half-minute grid every other moment is
+on, so no two kinds of deadline ever fall together.
 """
 
 from __future__ import annotations
@@ -42,6 +49,16 @@ from beebox_impl.store import InMemoryThreadRecordStore
 from beebox_spec import thread_pool as spec
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.lifecycle import has_open_run, is_busy, lifecycle_run
+from beebox_spec.permissions import (
+    AnswerAsk,
+    AnswerPermission,
+    PermissionAsked,
+    PermissionNotPending,
+    PermissionReply,
+    PermissionRequest,
+    PermissionTimedOut,
+    PermissionWithdrawn,
+)
 from beebox_spec.sdk_messages import adapt_sdk_message
 from tests.stateful.harness import HeldRun, HoldingEngine, MessageKind, call_and_settle, raw_message
 
@@ -65,6 +82,8 @@ SESSION_IDS = st.sampled_from(["", "s-1", "s-2"])
 THREAD_PROMPT = "You are a thread bot."
 VIEW_BASE_URL = "https://box.example/chat"
 START_FAILURE = "machine says no"
+# Off the half-minute grid of every other moment here (see the module doc).
+PERMISSION_TIMEOUT = timedelta(minutes=10, seconds=1)
 
 # (responses, success, outcome, reason) — a PoolSendResult, comparable across the two.
 SendOutcome = tuple[tuple[str, ...], bool, str | None, str | None]
@@ -127,6 +146,11 @@ class SpecPool:
         self.results: dict[int, SendOutcome] = {}
         # Engine run indexes whose next turn the run refuses (rule 6).
         self.refusing: set[int] = set()
+        # Every session made; the answer each ask was given, by (engine run index,
+        # request id); each request's timeout.
+        self.sessions: list[SpecThread] = []
+        self.answers: dict[tuple[int, str], PermissionReply] = {}
+        self.permission_deadlines: dict[str, datetime] = {}
         self._work: deque[tuple[SpecThread, spec.ThreadEvent]] = deque()
 
     # --- Commands ------------------------------------------------------------------
@@ -153,9 +177,41 @@ class SpecPool:
         if session is not None:
             self._feed(session, spec.Stop())
 
-    def time_passes(self, delta: timedelta) -> None:
-        self.now += delta
+    def deadlines_until(self, target: datetime) -> list[datetime]:
+        """Every moment after now and up to ``target`` at which a timer is due: a
+        pending request's timeout, the waiting send's."""
+        moments = {
+            self.permission_deadlines[held.id]
+            for session in self.sessions
+            for held in session.state.permissions
+        }
+        if self.waiting is not None:
+            moments.add(self.waiting.deadline)
+        return sorted(moment for moment in moments if self.now < moment <= target)
+
+    def advance_to(self, moment: datetime) -> None:
+        """The clock reaches ``moment``: what is due times out, a waiting send wakes."""
+        self.now = moment
+        for session in self.sessions:
+            for held in session.state.permissions:
+                if self.permission_deadlines[held.id] <= moment:
+                    self._feed(session, PermissionTimedOut(held.id))
         self._resume_waiting()
+
+    def ask(self, engine_index: int, request: PermissionRequest) -> None:
+        session, run = self.engine_runs[engine_index]
+        self.permission_deadlines[request["id"]] = self.now + PERMISSION_TIMEOUT
+        self._feed(session, PermissionAsked(run, request))
+
+    def answer(self, request_id: str, reply: PermissionReply) -> bool:
+        """A person answers through the pool: only the active session's requests."""
+        if self.active is None:
+            return False
+        try:
+            self._feed(self.active, AnswerPermission(request_id, reply))
+        except PermissionNotPending:
+            return False
+        return True
 
     def start_answered(self, succeeds: bool, *, refuses_first_turn: bool = False) -> None:
         session, run = self.pending_starts.popleft()
@@ -202,6 +258,7 @@ class SpecPool:
         if session is None:
             state = spec.initial_thread_state(plan.resume_session_id, VIEW_BASE_URL)
             session = SpecThread(thread_ref, state)
+            self.sessions.append(session)
             self.active = session
         # The send is the session's before its turn goes out: a run refusing the turn
         # settles it within this very step (rule 6).
@@ -283,6 +340,8 @@ class SpecPool:
                         self.responses[session.pending_send].append(text)
                 case spec.SettleTurn(outcome=outcome, reason=reason):
                     self._settled(session, outcome, reason)
+                case AnswerAsk(run=run, request_id=request_id, reply=reply):
+                    self.answers[(session.run_index[run], request_id)] = reply
                 case _:
                     pass
         # A session whose current run ended is no longer the active one.
@@ -311,6 +370,9 @@ class PoolMachine(RuleBasedStateMachine):
         self._pool_context: AbstractContextManager[ChatSessionPool] | None = None
         self.sends: dict[int, concurrent.futures.Future[PoolSendResult]] = {}
         self.ordinal = 0
+        # Every ask made: request id → engine run index.
+        self.asked: dict[str, int] = {}
+        self.asks_waiting: list[concurrent.futures.Future[PermissionReply | None]] = []
 
     # --- Plumbing ----------------------------------------------------------------------
 
@@ -326,6 +388,9 @@ class PoolMachine(RuleBasedStateMachine):
         # A send whose turn never settled would wait forever: cancel it.
         for future in self.sends.values():
             future.cancel()
+        # So would an ask a broken session never ends.
+        for waiting in self.asks_waiting:
+            waiting.cancel()
         try:
             context, self._pool_context = self._pool_context, None
             if context is not None:
@@ -359,6 +424,7 @@ class PoolMachine(RuleBasedStateMachine):
                 clock=self.clock,
                 view_base_url=VIEW_BASE_URL,
                 thread_prompt=THREAD_PROMPT,
+                permission_timeout=PERMISSION_TIMEOUT,
             )
         )
         self.pool = context.__enter__()
@@ -391,12 +457,15 @@ class PoolMachine(RuleBasedStateMachine):
     @rule(minutes=st.sampled_from([1, 61, 24 * 60]))
     def time_passes(self, minutes: int) -> None:
         delta = timedelta(minutes=minutes) if minutes != 1 else spec.BUSY_TIMEOUT / 2
+        target = self.model.now + delta
+        # One deadline at a time, settling between (see the module doc).
+        for moment in [*self.model.deadlines_until(target), target]:
 
-        async def advance() -> None:
-            self.clock.advance(delta)
+            async def advance(to: datetime = moment) -> None:
+                self.clock.advance(to - self.clock.now())
 
-        self.act(advance)
-        self.model.time_passes(delta)
+            self.act(advance)
+            self.model.advance_to(moment)
 
     @staticmethod
     async def _noop() -> None:
@@ -488,6 +557,64 @@ class PoolMachine(RuleBasedStateMachine):
         _session, run_number = self.model.engine_runs[index]
         self.model.run_event(index, spec.RunClosed(run_number))
 
+    # --- Permission requests (rule 7) -------------------------------------------------
+
+    @precondition(lambda self: bool(self.open_runs()))
+    @rule(which=st.integers(0, 3), tool=st.sampled_from(["Bash", "Write"]))
+    def run_asks(self, which: int, tool: str) -> None:
+        """An open run asks before a tool runs, and waits (a parked run is denied at once)."""
+        runs = self.open_runs()
+        index = runs[which % len(runs)]
+        request_id = f"permission-{len(self.asked)}"
+        request: PermissionRequest = {
+            "id": request_id,
+            "toolName": tool,
+            "input": {"ask": len(self.asked)},
+            "toolUseId": f"toolu-{len(self.asked)}",
+            "canAlwaysAllow": True,
+        }
+        self.asked[request_id] = index
+        # The ask waits on the portal's loop until it ends; the machine goes on.
+        self.asks_waiting.append(
+            self.portal.start_task_soon(self.engine.runs[index].inner.ask, request)
+        )
+        self.act(self._noop)
+        self.model.ask(index, request)
+
+    @precondition(lambda self: bool(self.asked))
+    @rule(data=st.data(), decision=st.sampled_from(["allow", "deny"]), always=st.booleans())
+    def person_answers(self, data: st.DataObject, decision: str, always: bool) -> None:
+        """An answer through the pool, to a request asked (pending or not) or never asked."""
+        pending = (
+            [held.id for held in self.model.active.state.permissions] if self.model.active else []
+        )
+        request_id = data.draw(st.sampled_from([*pending, *pending, *self.asked, "never"]))
+        reply = (
+            PermissionReply("allow", always=always)
+            if decision == "allow"
+            else PermissionReply("deny", "no")
+        )
+        try:
+            self.act(lambda: self.the_pool.answer_permission(request_id, reply))
+            answered = True
+        except PermissionNotPending:
+            answered = False
+        assert answered == self.model.answer(request_id, reply), f"answering {request_id}"
+
+    @precondition(lambda self: bool(self.asked))
+    @rule(data=st.data())
+    def run_withdraws(self, data: st.DataObject) -> None:
+        """A run takes an ask back, whether or not it still waits."""
+        request_id = data.draw(st.sampled_from(list(self.asked)))
+        index = self.asked[request_id]
+
+        async def withdraw() -> None:
+            self.engine.runs[index].inner.withdraw(request_id)
+
+        self.act(withdraw)
+        _session, run_number = self.model.engine_runs[index]
+        self.model.run_event(index, PermissionWithdrawn(run_number, request_id))
+
     # --- The comparison --------------------------------------------------------------
 
     @invariant()
@@ -510,6 +637,11 @@ class PoolMachine(RuleBasedStateMachine):
                 state.session_id,
             )
             assert got == expected, f"active session: impl {got} != spec {expected}"
+        pending = (
+            [] if model.active is None else [held.id for held in model.active.state.permissions]
+        )
+        got_pending = [request["id"] for request in self.pool.pending_permissions]
+        assert got_pending == pending, "pending permission requests"
 
     @invariant()
     def runs_agree(self) -> None:
@@ -520,6 +652,13 @@ class PoolMachine(RuleBasedStateMachine):
         starts = self.engine.starts
         assert [options.resume_session_id for options in starts] == self.model.resumed
         assert [options.system_prompt for options in starts] == self.model.prompts
+        answers = {
+            (index, request_id): reply
+            for index, run in enumerate(self.engine.runs)
+            for request_id, reply in run.inner.answers.items()
+            if reply is not None
+        }
+        assert answers == self.model.answers, "answers the runs' asks were given"
 
     @invariant()
     def sends_agree(self) -> None:
