@@ -9,20 +9,23 @@ The layout `init_box` makes (idempotent; ``bbx init``)::
     <box>/
       _content/chat/web/                        husk cards
       _config/schedules/chat-review.scheduled-script.card   enabled: false
+      _config/settings.yaml                     the box's settings (`beebox_impl.settings`)
       .beebox/box.sqlite3                       the database, with its schema
       .beebox/chat-review/                      the review's span journal lives here
       .beebox/cache/transcript-index/           shelved transcript indexes (a cache)
       .beebox/token                             HTTP bearer token, 0600
 
 Re-running it creates only what is missing: the token is never replaced (a
-token file with looser permissions is tightened to 0600), and the schedule card
+token file with looser permissions is tightened to 0600), the schedule card
 is re-synced to its template except for the box-owned ``enabled``, every other
-byte of it kept (`beebox_impl.review.schedule`).
+byte of it kept (`beebox_impl.review.schedule`), and the settings file, the
+boxholder's, is written only when there is none.
 
 `Box.open` builds everything a running box is, on the caller's event loop
 (asyncio or trio): the database, the acceptance record, the whole-box
 `ChatSession` (on the given engine — the offline `EchoEngine` by default — wrapped
-so a send's photos reach it), the event hub and the chat services. Everything
+so a send's photos reach it), the event hub and the chat services, the record of
+permission decisions among them. Everything
 hangs off the `Box`; there is no module state, and two boxes in one process do
 not share anything.
 """
@@ -36,6 +39,7 @@ import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -65,6 +69,7 @@ from beebox_impl.services.history import (
     keep_indexes_current,
 )
 from beebox_impl.services.husks import keep_husks, stamp_old_husks
+from beebox_impl.services.permissions import ChatPermissionService, PermissionRecord
 from beebox_impl.services.redelivery import TRANSCRIPT_TAIL, plan_redelivery
 from beebox_impl.services.send import (
     BoxLoop,
@@ -77,6 +82,7 @@ from beebox_impl.services.send import (
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
+from beebox_impl.settings import BoxSettings, install_settings, load_box_settings
 from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.database import (
     BoxDatabase,
@@ -84,6 +90,7 @@ from beebox_impl.store.database import (
     create_database,
     database_path,
 )
+from beebox_impl.store.permissions import Answerer, PermissionDecision, PermissionDecisionStore
 from beebox_impl.store.session_id import SessionIdFile, session_id_path
 from beebox_impl.transcript import (
     IndexShelf,
@@ -97,6 +104,7 @@ from beebox_impl.transcript.location import projects_root as default_projects_ro
 from beebox_spec.entries import SessionEntry, SessionHistory
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import parse_media_ref
+from beebox_spec.permissions import PermissionReply, PermissionRequest
 
 __all__ = [
     "TOKEN_BYTES",
@@ -212,6 +220,7 @@ def init_box(path: Path) -> BoxPaths:
         create_database(paths.root)
     _write_new_token(paths.token)
     install_review_schedule_card(paths.root)
+    install_settings(paths.root)
     return paths
 
 
@@ -272,9 +281,13 @@ class Box:
         events: BoxEventHub,
         session: ChatSession,
         history: ChatHistoryService,
+        permissions: ChatPermissionService,
+        settings: BoxSettings,
         loop: BoxLoop | None = None,
     ) -> None:
         self.paths = paths
+        self.settings = settings
+        self.permission_service = permissions
         self.token = token
         self.clock = clock
         self.database = database
@@ -304,6 +317,7 @@ class Box:
         projects_root: Path | None = None,
         create: bool = True,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        permission_timeout: timedelta | None = None,
     ) -> AsyncIterator[Box]:
         """Open the box at ``path`` on the running event loop.
 
@@ -317,8 +331,12 @@ class Box:
         ``start_timeout`` seconds fails to start (`BoundedStartEngine`). Sends the
         box recorded but never delivered — a turn in flight when it last went
         down — go first in the queue the chat drains as it opens
-        (`beebox_impl.services.redelivery`). On exit the chat session closes (its
-        queue stays on disk for the next open) and the database is closed.
+        (`beebox_impl.services.redelivery`). A permission request nobody answers
+        is denied after ``permission_timeout`` (default: the box's settings file,
+        `beebox_impl.settings`, whose default is 10 minutes); a settings file beebox
+        cannot read fails the open (`InvalidBoxSettings`, saying where). On exit the
+        chat session closes (its queue stays on disk for the next open; what its
+        run waited on is denied) and the database is closed.
         """
         # Refused before anything is opened or created.
         check_start_timeout(start_timeout)
@@ -326,6 +344,7 @@ class Box:
             raise NotABoxError(f"{path} is not a box: run `bbx init {path}`")
         paths = await anyio.to_thread.run_sync(init_box, path)
         token = await anyio.to_thread.run_sync(read_token, paths)
+        settings = await anyio.to_thread.run_sync(load_box_settings, paths.root)
         clock = clock if clock is not None else SystemClock()
         root = (
             projects_root
@@ -345,15 +364,25 @@ class Box:
             await _queue_owed_sends(
                 acceptance, history, session_id_store, database.chat_queue, clock
             )
-            async with ChatSession.open(
-                engine=PhotoEngine(
-                    BoundedStartEngine(engine, start_timeout), acceptance.attachments_of
-                ),
-                box_root=paths.root,
-                queue_store=database.chat_queue,
-                session_id_store=session_id_store,
-                on_turn_end=acceptance.deliveries.turn_ended,
-            ) as session:
+            async with (
+                PermissionRecord.kept(PermissionDecisionStore(database), clock) as record,
+                ChatSession.open(
+                    engine=PhotoEngine(
+                        BoundedStartEngine(engine, start_timeout), acceptance.attachments_of
+                    ),
+                    box_root=paths.root,
+                    queue_store=database.chat_queue,
+                    session_id_store=session_id_store,
+                    on_turn_end=acceptance.deliveries.turn_ended,
+                    clock=clock,
+                    permission_timeout=(
+                        permission_timeout
+                        if permission_timeout is not None
+                        else settings.permissions.timeout
+                    ),
+                    on_permission_event=record.on_event,
+                ) as session,
+            ):
                 relayed = session.subscribe()
                 turns = session.subscribe()
                 husk_turns = session.subscribe()
@@ -380,7 +409,11 @@ class Box:
                         relay_chat_events, session, events, relayed, name="box event relay"
                     )
                     task_group.start_soon(
-                        keep_indexes_current, session, history, turns, name="transcript indexer"
+                        keep_indexes_current,
+                        session,
+                        history,
+                        turns,
+                        name="transcript indexer",
                     )
                     try:
                         yield cls(
@@ -392,6 +425,8 @@ class Box:
                             events=events,
                             session=session,
                             history=history,
+                            permissions=ChatPermissionService(session=session, record=record),
+                            settings=settings,
                             loop=BoxLoop(anyio.lowlevel.current_token()),
                         )
                     finally:
@@ -489,3 +524,23 @@ class Box:
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
         """The box's events (bus and turn events) from now on."""
         return self.events.subscribe(max_buffer)
+
+    # --- Permission requests (`beebox_impl.services.permissions`) ---------------------
+
+    def pending_permissions(self) -> list[PermissionRequest]:
+        """The chat's pending permission requests, oldest first (each also announced as
+        a ``permission-request`` event)."""
+        return self.permission_service.pending()
+
+    async def answer_permission(
+        self, request_id: str, reply: PermissionReply, *, by: Answerer = "host"
+    ) -> None:
+        """Answer a pending request; the agent goes on at once. Raises
+        `PermissionAlreadyEnded` (answered, timed out or stopped already) or
+        `PermissionNotFound` (no such request)."""
+        await self.permission_service.answer(request_id, reply, by=by)
+
+    async def permission_decisions(self, limit: int = 100) -> list[PermissionDecision]:
+        """How the last ``limit`` requests ended (who answered, when, the tool and its
+        input), newest first."""
+        return await self.permission_service.decisions(limit)

@@ -70,7 +70,7 @@ import importlib
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -79,6 +79,8 @@ from typing import Any
 import anyio
 from anyio.lowlevel import checkpoint
 
+from beebox_impl.engine.claude_permissions import can_use_tool_for
+from beebox_impl.engine.claude_permissions import permission_mode as permission_mode_of
 from beebox_impl.engine.mailbox import PullIterator
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
 from beebox_impl.transcript.location import (
@@ -678,9 +680,13 @@ class ClaudeEngine:
     bundled CLI, then ``PATH``); ``env`` is added to the CLI's environment on every
     start (under a start's own ``StartOptions.env``): an API endpoint
     (``ANTHROPIC_BASE_URL``), a key, a config folder (``CLAUDE_CONFIG_DIR``);
-    ``permission_mode`` and ``setting_sources`` are passed to the SDK as given;
-    ``extra_options`` are further ``ClaudeAgentOptions`` fields (``allowed_tools``,
-    ``max_turns``, …).
+    ``permission_mode`` (one of `PERMISSION_MODES`; None: the CLI's ``default``),
+    ``allowed_tools`` and ``disallowed_tools`` (Claude Code permission rules, such as
+    ``Bash(git status:*)``) and ``setting_sources`` are passed to the SDK as given;
+    ``extra_options`` are further ``ClaudeAgentOptions`` fields (``max_turns``, …).
+    A start whose options carry ``ask_permission`` asks it whatever Claude Code would
+    ask a person (`beebox_impl.engine.claude_permissions`); without it, such a call
+    is denied by the CLI.
     """
 
     def __init__(
@@ -689,12 +695,19 @@ class ClaudeEngine:
         cli_path: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         permission_mode: str | None = None,
+        allowed_tools: Sequence[str] = (),
+        disallowed_tools: Sequence[str] = (),
         setting_sources: list[str] | None = None,
         extra_options: Mapping[str, object] | None = None,
     ) -> None:
         self._cli_path = cli_path
         self._env = dict(env or {})
-        self._permission_mode = permission_mode
+        # Checked now: a mistyped mode is the host's error, not a failed start later.
+        self._permission_mode = (
+            None if permission_mode is None else permission_mode_of(permission_mode)
+        )
+        self._allowed_tools = list(allowed_tools)
+        self._disallowed_tools = list(disallowed_tools)
         self._setting_sources = setting_sources
         self._extra_options = dict(extra_options or {})
         self._closing_runs = ClosingRuns()
@@ -714,6 +727,10 @@ class ClaudeEngine:
             values["cli_path"] = self._cli_path
         if self._permission_mode is not None:
             values["permission_mode"] = self._permission_mode
+        if self._allowed_tools:
+            values["allowed_tools"] = list(self._allowed_tools)
+        if self._disallowed_tools:
+            values["disallowed_tools"] = list(self._disallowed_tools)
         if self._setting_sources is not None:
             values["setting_sources"] = list(self._setting_sources)
         values.update(self._extra_options)
@@ -791,8 +808,11 @@ class ClaudeEngine:
             stderr_tail.append(line)
             logger.debug("claude stderr: %s", line)
 
+        hooks: dict[str, object] = {"stderr": on_stderr}
+        if options.ask_permission is not None:
+            hooks["can_use_tool"] = can_use_tool_for(sdk, options.ask_permission)
         client = sdk.ClaudeSDKClient(
-            options=sdk.ClaudeAgentOptions(**self.agent_options(options), stderr=on_stderr)
+            options=sdk.ClaudeAgentOptions(**self.agent_options(options), **hooks)
         )
         try:
             await _connect(client)

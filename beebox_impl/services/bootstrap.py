@@ -30,6 +30,7 @@ from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, AcceptanceStore
 from beebox_spec.entries import PendingMessage, SessionHistory
+from beebox_spec.permissions import PermissionRequest
 from beebox_spec.reconcile import (
     ACCEPTED_SCAN_LIMIT,
     HistoryMarker,
@@ -58,6 +59,8 @@ class Bootstrap(TypedDict):
     label: str | None
     status: ChatStatus
     pending: list[PendingMessage]
+    # The chat's pending permission requests (`beebox_spec.permissions`), oldest first.
+    permissions: list[PermissionRequest]
 
 
 class UnavailableBootstrap(Bootstrap):
@@ -117,6 +120,7 @@ class ChatBootstrapService:
                 "label": None,
                 "status": status,
                 "pending": await self.pending(None, viewer_email, []),
+                "permissions": self._session.pending_permissions,
             }
         if not await self._history.has_transcript(session_id):
             unavailable: UnavailableBootstrap = {
@@ -128,6 +132,7 @@ class ChatBootstrapService:
                 "reason": "missing-local-transcript",
                 "huskPath": None,
                 "pending": await self.pending(session_id, viewer_email, []),
+                "permissions": self._session.pending_permissions,
             }
             return unavailable
         history = await self._history.history(session_id, window)
@@ -141,4 +146,5 @@ class ChatBootstrapService:
             "label": None,
             "status": status,
             "pending": await self.pending(session_id, viewer_email, markers),
+            "permissions": self._session.pending_permissions,
         }

@@ -48,6 +48,14 @@ The rules (numbered as in `beebox_spec.chat_session`)
    the queue, drained at once if nothing else will. A fresh run's first turn, a
    caller's own turn (the caller hears the error) and a turn a stop found in
    flight stay where they are: their turn ends with the run, undelivered.
+10. **Permission requests** (ours). The run's asks (its start's
+   ``ask_permission``) wait in a `PermissionDesk` until answered
+   (`answer_permission`), timed out on the session's clock (``permission_timeout``,
+   10 minutes by default), withdrawn, or ended with the run. `stop`,
+   `reset_session`, `restart` and a refused turn's close deny them before the
+   close; an ask of a run the session is closing is denied at once. Listeners
+   hear `PermissionRequested` and `PermissionEnded`; ``on_permission_event``
+   hears them inside the step (the box's record of decisions).
 
 How it runs
 -----------
@@ -119,7 +127,7 @@ from beebox_impl.session.events import (
     Task,
     TurnText,
 )
-from beebox_impl.session.permissions import PermissionDesk
+from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.protocols import QueueStore, SessionIdStore
@@ -276,6 +284,7 @@ class ChatSession:
         on_turn_end: TurnEndHook | None = None,
         clock: SessionClock | None = None,
         permission_timeout: timedelta = DEFAULT_TIMEOUT,
+        on_permission_event: Callable[[PermissionEvent], None] | None = None,
     ) -> None:
         self._engine = engine
         self._box_root = box_root
@@ -304,6 +313,7 @@ class ChatSession:
             clock=clock if clock is not None else SystemClock(),
             timeout=permission_timeout,
             publish=self._events.publish,
+            on_event=on_permission_event,
         )
         self._writer = StoreWriter("chat session")
         self.counters = PumpCounters()
@@ -322,6 +332,7 @@ class ChatSession:
         on_turn_end: TurnEndHook | None = None,
         clock: SessionClock | None = None,
         permission_timeout: timedelta = DEFAULT_TIMEOUT,
+        on_permission_event: Callable[[PermissionEvent], None] | None = None,
     ) -> AsyncIterator[ChatSession]:
         """Open the box's chat: load its session id and queue; a non-empty queue (left by
         a crash) drains into a fresh run at once. On exit the session's tasks are
@@ -340,6 +351,7 @@ class ChatSession:
                     on_turn_end=on_turn_end,
                     clock=clock,
                     permission_timeout=permission_timeout,
+                    on_permission_event=on_permission_event,
                 )
                 task_group.start_soon(session._writer.run, name="chat session store writer")
                 try:
@@ -952,9 +964,9 @@ class ChatSession:
 
     async def _release_run(self) -> None:
         """On exit: close the run the session holds, without reacting to its end (its
-        asks are denied first, as a stop denies them, but nobody is told)."""
+        asks are denied first, as a stop denies them)."""
         handle = lifecycle_run(self._lifecycle)
         if handle is not None:
-            self._permissions.release_run(handle.number)
+            self._permissions.deny_run(handle.number)
             handle.close_requested = True
             await self._close_run(handle)

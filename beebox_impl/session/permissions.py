@@ -6,7 +6,9 @@ Both sessions keep their runs' asks here (the whole-box chat's rule 10 in
 rules, applied to the spec's own value of what is pending, and its effects are
 carried out in the spec's order: the answers to the runs, the ends reported
 (`PermissionEnded`), a new request announced (`PermissionRequested`) with its
-timeout armed on the session's clock.
+timeout armed on the session's clock. Each report goes to the session's
+listeners and, inside the step, to the session's ``on_permission_event`` hook
+(a box's record of decisions: it must not miss one, nor see them out of order).
 
 An ask is a coroutine of the run's (its start's ``ask_permission``): it waits
 until the request ends and returns the answer, or None if the request ended
@@ -20,6 +22,7 @@ when to deny a run's requests (stop, park) or drop them (the run ended).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -44,6 +47,8 @@ from beebox_spec.permissions import (
 )
 
 __all__ = ["PermissionDesk", "PermissionEvent"]
+
+_log = logging.getLogger(__name__)
 
 # What a desk tells its session's listeners.
 PermissionEvent: TypeAlias = PermissionRequested | PermissionEnded
@@ -71,11 +76,13 @@ class PermissionDesk:
         clock: SessionClock,
         timeout: timedelta,
         publish: Callable[[PermissionEvent], None],
+        on_event: Callable[[PermissionEvent], None] | None = None,
     ) -> None:
         self._task_group = task_group
         self._clock = clock
         self._timeout = timeout
         self._publish = publish
+        self._on_event = on_event
         # The spec's value: the pending requests, in the order asked.
         self._pending: tuple[PendingPermission, ...] = ()
         self._asks: dict[str, _Ask] = {}
@@ -119,12 +126,6 @@ class PermissionDesk:
         """Run ``run`` ended: its pending requests end unanswered."""
         self._apply(drop_run(self._pending, run))
 
-    def release_run(self, run: int) -> None:
-        """The session is going away: deny what run ``run`` waits on, telling nobody
-        (nobody is left to tell), so its asks return."""
-        for given in deny_run(self._pending, run).answers:
-            self._end_ask(given.request_id, given.reply)
-
     def _apply(self, changed: PermissionStep) -> None:
         self._pending = changed.pending
         for given in changed.answers:
@@ -132,13 +133,22 @@ class PermissionDesk:
         for end in changed.ended:
             # Ended unanswered (withdrawn, its run ended), the ask returns None.
             self._end_ask(end.id, None)
-            self._publish(PermissionEnded(end))
+            self._tell(PermissionEnded(end))
         if changed.announce is not None:
             waiting = self._asks[changed.announce["id"]]
-            self._publish(PermissionRequested(changed.announce))
+            self._tell(PermissionRequested(changed.announce))
             self._task_group.start_soon(
                 self._time_out, waiting, name=f"permission request {changed.announce['id']} timeout"
             )
+
+    def _tell(self, event: PermissionEvent) -> None:
+        self._publish(event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception as error:
+                # A host's hook failing must not leave a request half ended.
+                _log.warning("a permission event hook failed: %r", error)
 
     def _end_ask(self, request_id: str, reply: PermissionReply | None) -> None:
         waiting = self._asks.get(request_id)

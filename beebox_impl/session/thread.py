@@ -211,13 +211,13 @@ class ChatThreadSession:
         self._idle = anyio.Event()
         self._idle.set()
         self._events = EventFanout[ThreadSessionEvent]()
-        self._on_permission_event = on_permission_event
         # Rule 7: the run's pending permission requests.
         self._permissions = PermissionDesk(
             task_group=task_group,
             clock=clock if clock is not None else SystemClock(),
             timeout=permission_timeout,
-            publish=self._publish_permission_event,
+            publish=self._events.publish,
+            on_event=on_permission_event,
         )
         self._released = False
         self.counters = PumpCounters()
@@ -356,11 +356,11 @@ class ChatThreadSession:
 
     async def release(self) -> None:
         """Close whatever run the session holds without changing its state (shutdown);
-        what it waits on is denied, nobody told."""
+        what it waits on is denied first."""
         self._released = True
         handle = lifecycle_run(self._lifecycle)
         if handle is not None:
-            self._permissions.release_run(handle.number)
+            self._permissions.deny_run(handle.number)
             await self._close_run(handle)
 
     async def _ask_permission(
@@ -374,11 +374,6 @@ class ChatThreadSession:
     def _deny_permissions_of(self, handle: ThreadRun) -> None:
         # Rule 7: a run the session closes is denied what it still waits on, first.
         self._permissions.deny_run(handle.number)
-
-    def _publish_permission_event(self, event: PermissionEvent) -> None:
-        self._events.publish(event)
-        if self._on_permission_event is not None:
-            self._on_permission_event(event)
 
     # --- State halves ----------------------------------------------------------------
 

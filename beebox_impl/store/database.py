@@ -29,6 +29,9 @@ Version 3 adds ``chat_undelivered``: the sends recorded and not yet seen
 delivered, one row per ``chat-user-message`` bus row (rule 5 of
 `beebox_impl.store.acceptance`).
 
+Version 4 adds ``permission_decisions``: how every permission request ended —
+who answered, when, the tool and its input (`beebox_impl.store.permissions`).
+
 Threads
 -------
 
@@ -130,6 +133,22 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
                 SELECT coalesce(max(id), 0) FROM bus_events WHERE event = 'chat-settled'
             )
             ORDER BY id DESC LIMIT 50""",
+    ),
+    # Version 4: how permission requests ended (`beebox_impl.store.permissions`).
+    (
+        """CREATE TABLE permission_decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            request_id TEXT NOT NULL UNIQUE,
+            tool_name TEXT NOT NULL,
+            request TEXT NOT NULL,
+            asked_at_ms INTEGER NOT NULL,
+            ended_at_ms INTEGER NOT NULL,
+            how TEXT NOT NULL,
+            decision TEXT,
+            always INTEGER NOT NULL,
+            message TEXT NOT NULL,
+            answered_by TEXT NOT NULL
+        )""",
     ),
 )
 

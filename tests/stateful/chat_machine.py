@@ -127,7 +127,8 @@ class SpecChat:
 
     def shut_down(self) -> None:
         """The box closing: the spec has no such event; the session denies what is
-        pending, as a stop would, with nobody told (`ChatSession.open`)."""
+        pending, as a stop would (`ChatSession.open`; its events are not followed
+        past the close)."""
         for held in self.state.permissions:
             self.answers[(self.run_index[held.run], held.id)] = PermissionReply(
                 "deny", STOPPED_MESSAGE

@@ -1,0 +1,137 @@
+"""Claude Code's permission prompts, as the box's permission requests.
+
+Claude Code asks its host before a tool call its permission mode and rules do
+not settle (``can_use_tool``, `claude-agent-sdk`): it gives the tool's name and
+input and a context — the prompt sentence (``title``), a display name, a
+description, the path that made it ask, why it asked, and the rules it suggests
+— and waits. `can_use_tool_for` turns that into a `PermissionRequest` asked of
+the run's session (`beebox_spec.permissions`), and the session's answer back
+into the SDK's result:
+
+- **allow** — the call runs with its input unchanged; with ``always``, the rules
+  the CLI suggested that allow (``addRules`` / ``allow``) go with it, so the CLI
+  keeps them (where it proposed: usually the box's ``.claude/settings.local.json``)
+  and does not ask for the same call again;
+- **deny** — the model reads the message (the person's, or the box's own when
+  the request timed out or the chat was stopped);
+- **no answer** (the request ended with its run, or the session let it go) — a
+  denial that also interrupts the turn: nobody is there to answer.
+
+The CLI may take a prompt back (``control_cancel_request``, when its turn is
+interrupted): the SDK cancels the callback, and the cancelled ask is the
+request withdrawn.
+
+The modes (`PERMISSION_MODES`) are Claude Code's own: ``default`` asks before
+edits and commands, ``acceptEdits`` allows edits inside the box, ``plan`` lets
+it only read and plan, ``dontAsk`` denies what it would ask about,
+``bypassPermissions`` asks about nothing, ``auto`` lets a classifier decide.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Literal, TypeAlias, cast, get_args
+
+from beebox_impl.engine.protocol import AskPermission
+from beebox_spec.entries import JsonObject
+from beebox_spec.errors import BeeboxError
+from beebox_spec.permissions import (
+    STOPPED_MESSAGE,
+    PermissionReply,
+    PermissionRequest,
+    can_always_allow,
+)
+
+__all__ = [
+    "PERMISSION_MODES",
+    "InvalidPermissionMode",
+    "PermissionMode",
+    "can_use_tool_for",
+    "permission_mode",
+    "permission_request_from_sdk",
+    "sdk_permission_result",
+]
+
+PermissionMode: TypeAlias = Literal[
+    "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"
+]
+PERMISSION_MODES: Final[tuple[PermissionMode, ...]] = get_args(PermissionMode)
+
+# The SDK's callback: the tool's name, its input, the context; the result object.
+CanUseTool: TypeAlias = Callable[[str, dict[str, Any], Any], Awaitable[Any]]
+
+
+class InvalidPermissionMode(BeeboxError, ValueError):
+    """A permission mode Claude Code does not have."""
+
+
+def permission_mode(value: str) -> PermissionMode:
+    """``value`` as a mode, or `InvalidPermissionMode` naming the ones there are."""
+    if value not in PERMISSION_MODES:
+        raise InvalidPermissionMode(
+            f"unknown permission mode {value!r}: one of {', '.join(PERMISSION_MODES)}"
+        )
+    return value
+
+
+def _suggestions(context: Any) -> list[Any]:
+    return list(getattr(context, "suggestions", None) or [])
+
+
+def permission_request_from_sdk(
+    request_id: str, tool_name: str, tool_input: Mapping[str, Any], context: Any
+) -> PermissionRequest:
+    """What a person is shown for the CLI's prompt (the context's fields it gave)."""
+    suggestions = [update.to_dict() for update in _suggestions(context)]
+    request: PermissionRequest = {
+        "id": request_id,
+        "toolName": tool_name,
+        # The CLI's input is JSON it parsed: a JSON object.
+        "input": cast(JsonObject, dict(tool_input)),
+        "toolUseId": getattr(context, "tool_use_id", None) or "",
+        "canAlwaysAllow": can_always_allow(suggestions),
+    }
+    for key, attribute in (
+        ("title", "title"),
+        ("displayName", "display_name"),
+        ("description", "description"),
+        ("blockedPath", "blocked_path"),
+        ("decisionReason", "decision_reason"),
+    ):
+        value = getattr(context, attribute, None)
+        if isinstance(value, str) and value:
+            request[key] = value  # type: ignore[literal-required]
+    return request
+
+
+def sdk_permission_result(
+    sdk: Any, reply: PermissionReply | None, tool_input: dict[str, Any], context: Any
+) -> Any:
+    """The SDK's answer for the session's ``reply`` (see the module doc)."""
+    if reply is None:
+        return sdk.PermissionResultDeny(message=STOPPED_MESSAGE, interrupt=True)
+    if reply.decision == "deny":
+        return sdk.PermissionResultDeny(message=reply.message)
+    kept = [
+        update
+        for update in _suggestions(context)
+        if update.type == "addRules" and update.behavior == "allow"
+    ]
+    return sdk.PermissionResultAllow(
+        updated_input=tool_input, updated_permissions=kept if reply.always and kept else None
+    )
+
+
+def can_use_tool_for(sdk: Any, ask_permission: AskPermission) -> CanUseTool:
+    """The ``can_use_tool`` callback of a run whose session answers through
+    ``ask_permission``."""
+
+    async def can_use_tool(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        # An id of the box's own: the CLI's tool-use id names a call, not one prompt.
+        request_id = f"perm-{uuid.uuid4().hex}"
+        request = permission_request_from_sdk(request_id, tool_name, tool_input, context)
+        reply = await ask_permission(request)
+        return sdk_permission_result(sdk, reply, tool_input, context)
+
+    return can_use_tool
