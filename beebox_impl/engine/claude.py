@@ -74,12 +74,12 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.lowlevel import checkpoint
 
-from beebox_impl.engine.claude_permissions import can_use_tool_for
+from beebox_impl.engine.claude_permissions import can_use_tool_for, split_allowed_tools
 from beebox_impl.engine.claude_permissions import permission_mode as permission_mode_of
 from beebox_impl.engine.mailbox import PullIterator
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
@@ -673,6 +673,22 @@ class ClaudeRun:
                 await self._let_go()
 
 
+# ClaudeAgentOptions fields the engine sets itself, refused in ``extra_options``.
+_OPTIONS_OF_OUR_OWN: Final = frozenset(
+    {
+        "allowed_tools",
+        "disallowed_tools",
+        "permission_mode",
+        "can_use_tool",
+        "permission_prompt_tool_name",
+        "cwd",
+        "resume",
+        "env",
+        "stderr",
+    }
+)
+
+
 class ClaudeEngine:
     """Starts `ClaudeRun`s over ``claude-agent-sdk``; see the module docstring.
 
@@ -700,6 +716,11 @@ class ClaudeEngine:
         setting_sources: list[str] | None = None,
         extra_options: Mapping[str, object] | None = None,
     ) -> None:
+        owned = sorted(set(extra_options or {}) & _OPTIONS_OF_OUR_OWN)
+        if owned:
+            raise ValueError(
+                f"give ClaudeEngine {', '.join(owned)} as its own argument(s), not in extra_options"
+            )
         self._cli_path = cli_path
         self._env = dict(env or {})
         # Checked now: a mistyped mode is the host's error, not a failed start later.
@@ -727,14 +748,26 @@ class ClaudeEngine:
             values["cli_path"] = self._cli_path
         if self._permission_mode is not None:
             values["permission_mode"] = self._permission_mode
-        if self._allowed_tools:
-            values["allowed_tools"] = list(self._allowed_tools)
+        allowed, _whole = self._allowed_for(options)
+        if allowed:
+            values["allowed_tools"] = allowed
         if self._disallowed_tools:
             values["disallowed_tools"] = list(self._disallowed_tools)
         if self._setting_sources is not None:
             values["setting_sources"] = list(self._setting_sources)
         values.update(self._extra_options)
         return values
+
+    def _asks(self, options: StartOptions) -> bool:
+        # In bypassPermissions the CLI never asks: no callback (the SDK would warn).
+        return options.ask_permission is not None and self._permission_mode != "bypassPermissions"
+
+    def _allowed_for(self, options: StartOptions) -> tuple[list[str], frozenset[str]]:
+        """The allowed-tools entries for the CLI, and the tools the callback allows
+        whole (`beebox_impl.engine.claude_permissions.split_allowed_tools`)."""
+        if not self._asks(options):
+            return list(self._allowed_tools), frozenset()
+        return split_allowed_tools(self._allowed_tools)
 
     def cli_transcript(self, options: StartOptions, session_id: str) -> Path | None:
         """Where the CLI started with ``options`` keeps ``session_id``'s transcript (None
@@ -809,8 +842,9 @@ class ClaudeEngine:
             logger.debug("claude stderr: %s", line)
 
         hooks: dict[str, object] = {"stderr": on_stderr}
-        if options.ask_permission is not None:
-            hooks["can_use_tool"] = can_use_tool_for(sdk, options.ask_permission)
+        if self._asks(options) and options.ask_permission is not None:
+            _allowed, whole = self._allowed_for(options)
+            hooks["can_use_tool"] = can_use_tool_for(sdk, options.ask_permission, whole)
         client = sdk.ClaudeSDKClient(
             options=sdk.ClaudeAgentOptions(**self.agent_options(options), **hooks)
         )

@@ -21,6 +21,15 @@ The CLI may take a prompt back (``control_cancel_request``, when its turn is
 interrupted): the SDK cancels the callback, and the cancelled ask is the
 request withdrawn.
 
+A host's ``allowed_tools`` entry that allows a whole tool (``Bash``, ``Read(*)``)
+would make the CLI approve that tool before it could ask, and the SDK warns that
+the callback is shadowed (`CanUseToolShadowedWarning`) — deliberate here, but a
+warning a host running with warnings as errors cannot start past. So such
+entries are not passed to the CLI while the box answers its prompts
+(`split_allowed_tools`): the callback allows those tools at once, without asking
+anyone, which is what the entry meant. In ``bypassPermissions`` nothing is ever
+asked, and no callback is given.
+
 The modes (`PERMISSION_MODES`) are Claude Code's own: ``default`` asks before
 edits and commands, ``acceptEdits`` allows edits inside the box, ``plan`` lets
 it only read and plan, ``dontAsk`` denies what it would ask about,
@@ -30,7 +39,7 @@ it only read and plan, ``dontAsk`` denies what it would ask about,
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, cast, get_args
 
 from beebox_impl.engine.protocol import AskPermission
@@ -51,6 +60,8 @@ __all__ = [
     "permission_mode",
     "permission_request_from_sdk",
     "sdk_permission_result",
+    "split_allowed_tools",
+    "whole_tool",
 ]
 
 PermissionMode: TypeAlias = Literal[
@@ -73,6 +84,28 @@ def permission_mode(value: str) -> PermissionMode:
             f"unknown permission mode {value!r}: one of {', '.join(PERMISSION_MODES)}"
         )
     return value
+
+
+def whole_tool(entry: str) -> str | None:
+    """The tool an ``allowed_tools`` entry allows whole (``Bash``, ``Bash()``,
+    ``Bash(*)``), or None for a narrower rule (``Bash(git status:*)``)."""
+    entry = entry.strip()
+    if not entry:
+        return None
+    opening = entry.find("(")
+    if opening == -1:
+        return entry
+    if opening == 0 or not entry.endswith(")"):
+        return None
+    return entry[:opening] if entry[opening + 1 : -1] in ("", "*") else None
+
+
+def split_allowed_tools(entries: Sequence[str]) -> tuple[list[str], frozenset[str]]:
+    """The entries to give the CLI, and the tools the callback allows whole (see the
+    module doc)."""
+    narrow = [entry for entry in entries if whole_tool(entry) is None]
+    whole = frozenset(tool for entry in entries if (tool := whole_tool(entry)) is not None)
+    return narrow, whole
 
 
 def _suggestions(context: Any) -> list[Any]:
@@ -123,11 +156,15 @@ def sdk_permission_result(
     )
 
 
-def can_use_tool_for(sdk: Any, ask_permission: AskPermission) -> CanUseTool:
+def can_use_tool_for(
+    sdk: Any, ask_permission: AskPermission, allowed_whole: frozenset[str] = frozenset()
+) -> CanUseTool:
     """The ``can_use_tool`` callback of a run whose session answers through
-    ``ask_permission``."""
+    ``ask_permission``; a tool in ``allowed_whole`` is allowed without asking."""
 
     async def can_use_tool(tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        if tool_name in allowed_whole:
+            return sdk.PermissionResultAllow(updated_input=tool_input)
         # An id of the box's own: the CLI's tool-use id names a call, not one prompt.
         request_id = f"perm-{uuid.uuid4().hex}"
         request = permission_request_from_sdk(request_id, tool_name, tool_input, context)

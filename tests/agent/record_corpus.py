@@ -50,7 +50,7 @@ from tests.agent.photos import noise_png
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDING_ROOT = Path("/tmp/bbx-corpus")
-TOOLS = {"allowed_tools": ["Bash", "Read", "Write"]}
+TOOLS = ["Bash", "Read", "Write"]
 # Longer strings than this in the prompt-carrying lines are the CLI's prompt text.
 PROMPT_TEXT_CHARS = 300
 PROMPT_LINE_TYPES = ("attachment", "api-request-shape", "api-request-blob")
@@ -103,7 +103,7 @@ async def record_session(claude: OfflineClaude, api: MessagesApiDouble, box: Pat
         Fail(529, "Overloaded"),
         Reply.text("Back in a new process, same session."),
     )
-    async with claude_box(box, claude, extra_options=TOOLS) as (chat, log):
+    async with claude_box(box, claude, allowed_tools=TOOLS) as (chat, log):
         await chat.send(SendRequest("hello there", message_id="c-1"))
         await log.wait_for_name("turn-text", count=1)
         images = tuple(Attachment("image/png", photo) for photo in photos)
@@ -129,7 +129,7 @@ async def record_session(claude: OfflineClaude, api: MessagesApiDouble, box: Pat
         await chat.send(SendRequest("this one meets an overloaded API", message_id="c-8"))
         await log.wait_for_name("turn-error")
         await log.wait_for_name("done", count=7)
-    async with claude_box(box, claude, extra_options=TOOLS) as (chat, log):
+    async with claude_box(box, claude, allowed_tools=TOOLS) as (chat, log):
         await chat.send(SendRequest("are you still there?", message_id="c-9"))
         await log.wait_for_name("turn-text")
     (transcript,) = claude.transcripts()

@@ -41,7 +41,7 @@ from tests.agent.photos import noise_png
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"allowed_tools": ["Bash", "Read", "Write"]}
+TOOLS = ["Bash", "Read", "Write"]
 
 
 async def wait_for_requests(api: MessagesApiDouble, count: int) -> None:
@@ -170,7 +170,7 @@ async def test_a_tool_turn(tmp_path: Path, claude: OfflineClaude, api: MessagesA
         Reply((ToolUse("Read", {"file_path": str(note)}),)),
         Reply.text("All three ran"),
     )
-    async with claude_box(tmp_path / "box", claude, extra_options=TOOLS) as (box, log):
+    async with claude_box(tmp_path / "box", claude, allowed_tools=TOOLS) as (box, log):
         await box.send(SendRequest("use the tools", message_id="m-1"))
         await log.wait_for_name("turn-text")
         history = await history_of(box)
@@ -211,7 +211,7 @@ async def test_a_failed_tool_shows_as_failed(
         Reply((ToolUse("Bash", {"command": "echo oops >&2; exit 3", "description": "fail"}),)),
         Reply.text("It failed"),
     )
-    async with claude_box(tmp_path / "box", claude, extra_options=TOOLS) as (box, log):
+    async with claude_box(tmp_path / "box", claude, allowed_tools=TOOLS) as (box, log):
         await box.send(SendRequest("run the failing one", message_id="m-1"))
         await log.wait_for_name("turn-text")
         history = await history_of(box)

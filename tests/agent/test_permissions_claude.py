@@ -103,11 +103,12 @@ async def test_allow_lets_the_tool_run(
             await box.answer_permission(request["id"], PermissionReply("deny"))
         with pytest.raises(PermissionNotFound):
             await box.answer_permission("perm-never", PermissionReply("allow"))
+        # The queued send drains into the next turn once this one is done.
+        await log.wait_for_name("turn-text", count=2, timeout=ASK_WAIT_S)
         (decision,) = await box.permission_decisions()
     assert decision.request == request
     assert (decision.how, decision.decision, decision.answered_by) == ("answered", "allow", "page")
     assert decision.asked_at <= decision.ended_at
-    # The queued send went to the model once the turn was done.
     assert any("and then?" in text for r in api.message_requests for text in r.user_texts())
 
 

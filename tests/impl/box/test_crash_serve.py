@@ -242,7 +242,15 @@ def test_a_send_answered_before_the_engine_started_is_pending_after_sigkill(
     with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
         ((row_id, payload),) = database.execute("SELECT id, payload FROM bus_events").fetchall()
     # No engine ever assigned a session: the chat is empty, its one send pending.
-    assert set(boot) == {"kind", "sessionId", "history", "label", "status", "pending", "permissions"}
+    assert set(boot) == {
+        "kind",
+        "sessionId",
+        "history",
+        "label",
+        "status",
+        "pending",
+        "permissions",
+    }
     assert boot["permissions"] == []
     assert boot["kind"] == "empty"
     assert boot["sessionId"] is None
