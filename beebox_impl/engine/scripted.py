@@ -32,10 +32,10 @@ How a test drives it:
   same without a checkpoint, for synchronous test code.
 - The test makes the run ask its session before a tool runs with ``await
   run.ask(request)`` (it calls the start's ``ask_permission`` and waits for the
-  answer, which it keeps in ``run.answers``; a run started without one is
-  denied at once, as a real engine denies); ``run.withdraw(request_id)`` takes an
-  ask back (a cancelled ask: its answer is None), as a CLI does when its turn is
-  interrupted.
+  answer, which it keeps in ``run.answers``: None until it comes, and for good
+  if the request ends unanswered; a run started without one is denied at once,
+  as a real engine denies); ``run.withdraw(request_id)`` takes an ask back (a
+  cancelled ask), as a CLI does when its turn is interrupted.
 - ``await run.close()`` — the session closing the run — ends the stream at once:
   whatever was emitted but not yet consumed is dropped (counted in ``dropped``),
   as the conformance convention says ("closing a run ends its message stream at

@@ -29,6 +29,7 @@ _ERROR_SCHEMA: Final[JsonObject] = {
 _PATH_PARAMETERS: Final = {
     "ref": "<sessionId>/<entryUuid>/<index> (not URL-encoded)",
     "name": "a file name of the page (index.html is served at /)",
+    "id": "a permission request's id, as its permission-request event gave it",
 }
 
 

@@ -30,7 +30,9 @@ from urllib.parse import unquote
 from beebox_impl.box import Box
 from beebox_impl.services.bootstrap import Bootstrap
 from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
+from beebox_impl.services.permissions import PermissionAlreadyEnded, PermissionNotFound
 from beebox_impl.services.send import InvalidRequest, PhotosWaiting, SendFailed, parse_send_body
+from beebox_impl.store.permissions import MAX_LISTED
 from beebox_impl.transcript import MediaFound, MediaMissingReason, PageSlice, TailSlice
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
@@ -38,12 +40,18 @@ from beebox_impl.web.sessions import list_chat_sessions
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.javascript import UnparsableJson, parse_json_text
 from beebox_spec.media import MalformedMediaRef
+from beebox_spec.permissions import (
+    MAX_DENY_MESSAGE_CHARS,
+    InvalidPermissionAnswer,
+    parse_permission_answer,
+)
 from beebox_spec.transcript import InvalidHistorySlice
 
 __all__ = [
     "MEDIA_HEADERS",
     "MEDIA_MISSING_MESSAGES",
     "MEDIA_PREFIX",
+    "PERMISSIONS_PREFIX",
     "ROUTES",
     "STATIC_PREFIX",
     "BytesReply",
@@ -61,6 +69,9 @@ T = TypeVar("T")
 
 # §1.7: the photo route, and the headers of its 200.
 MEDIA_PREFIX: Final = "/api/session-media/"
+PERMISSIONS_PREFIX: Final = "/api/chat/permissions/"
+# The longest permission request id the route looks up (the box's are 37 characters).
+_MAX_PERMISSION_ID: Final = 200
 MEDIA_HEADERS: Final = (
     ("Cache-Control", "private, max-age=31536000, immutable"),
     ("X-Content-Type-Options", "nosniff"),
@@ -305,6 +316,44 @@ def _control(
     return handle
 
 
+def _answer_permission(exchange: Exchange) -> Reply:
+    request_id = unquote(exchange.path[len(PERMISSIONS_PREFIX) :])
+    try:
+        reply = parse_permission_answer(exchange.json_body())
+    except InvalidPermissionAnswer as error:
+        raise InvalidRequest(str(error)) from None
+    # Not an id the box could have given out: the same 404 as any unknown one.
+    if not request_id or "/" in request_id or len(request_id) > _MAX_PERMISSION_ID:
+        return error_reply(404, "No such permission request")
+
+    async def answer() -> None:
+        await exchange.box.answer_permission(request_id, reply, by="page")
+
+    try:
+        exchange.run(answer)
+    except PermissionNotFound:
+        return error_reply(404, "No such permission request")
+    except PermissionAlreadyEnded:
+        return error_reply(409, "This permission request has ended already")
+    return JsonReply(200, {"ok": True, "id": request_id, "decision": reply.decision})
+
+
+def _permissions(exchange: Exchange) -> Reply:
+    values = _query_strict(exchange, ("limit",))
+    limit = _int_parameter(values, "limit")
+    if limit is not None and not 1 <= limit <= MAX_LISTED:
+        raise InvalidRequest(f'"limit" must be 1-{MAX_LISTED}')
+
+    async def decisions() -> dict[str, object]:
+        listed = await exchange.box.permission_decisions(limit or 100)
+        return {
+            "pending": exchange.box.pending_permissions(),
+            "decisions": [decision.as_json() for decision in listed],
+        }
+
+    return JsonReply(200, exchange.run(decisions))
+
+
 def _events(exchange: Exchange) -> Reply:
     _query_strict(exchange, ())
     # Imported here: the event stream's loop lives with the transport.
@@ -391,6 +440,16 @@ _SEND_BODY: Final[JsonObject] = {
     },
 }
 _EMPTY_BODY: Final[JsonObject] = {"type": "object", "additionalProperties": False}
+_PERMISSION_ANSWER_BODY: Final[JsonObject] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["decision"],
+    "properties": {
+        "decision": {"enum": ["allow", "deny"]},
+        "message": {"type": "string", "maxLength": MAX_DENY_MESSAGE_CHARS},
+        "always": {"type": "boolean", "description": "with allow: keep the rule the CLI suggested"},
+    },
+}
 _SLICE_QUERY: Final[Mapping[str, tuple[str, str]]] = {
     "session": ("string", "the SDK session id (default: the chat's own session)"),
     "tail": ("integer", f"the last N entries, 1-5000 (default {DEFAULT_HISTORY_TAIL})"),
@@ -451,7 +510,8 @@ ROUTES: Final[tuple[Route, ...]] = (
         summary="History and pending (accepted, maybe not yet in the transcript) side by side",
         handler=_bootstrap,
         responses={
-            200: "{kind: empty|unavailable|resumable, sessionId, history, label, status, pending}",
+            200: "{kind: empty|unavailable|resumable, sessionId, history, label, status, pending,"
+            " permissions}",
             400: "A bad slice or session id",
         },
         query=_SLICE_QUERY,
@@ -479,6 +539,36 @@ ROUTES: Final[tuple[Route, ...]] = (
         summary="Server-Sent Events: bus events and turn events, in order, with heartbeats",
         handler=_events,
         responses={200: "text/event-stream", **NO_QUERY_RESPONSES},
+    ),
+    Route(
+        operation_id="chatPermissionAnswer",
+        methods=("POST",),
+        path="/api/chat/permissions/{id}",
+        match=PERMISSIONS_PREFIX,
+        prefix=True,
+        summary="Answer a pending permission request; the agent goes on at once",
+        handler=_answer_permission,
+        responses={
+            200: "{ok: true, id, decision}",
+            404: "No such permission request",
+            409: "The request has ended already (answered, timed out, or stopped)",
+            **BODY_RESPONSES,
+        },
+        request_body=_PERMISSION_ANSWER_BODY,
+    ),
+    Route(
+        operation_id="chatPermissions",
+        methods=("GET",),
+        path="/api/chat/permissions",
+        match="/api/chat/permissions",
+        summary="The pending permission requests, and how the last ones ended (newest first)",
+        handler=_permissions,
+        responses={
+            200: "{pending: [request], decisions: [{id, toolName, input, request, askedAt,"
+            " endedAt, how, decision, always, message, answeredBy}]}",
+            400: "A bad limit",
+        },
+        query={"limit": ("integer", f"how many decisions, 1-{MAX_LISTED} (default 100)")},
     ),
     _control_route("Stop", "stop", "Stop the chat's run and clear its queue", lambda b: b.stop),
     _control_route(
