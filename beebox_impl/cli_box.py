@@ -2,6 +2,7 @@
 
 - ``bbx init [DIR]`` — the box layout (`beebox_impl.box.init_box`); idempotent.
 - ``bbx serve [--box DIR] [--host H] [--port N] [--engine echo|claude]
+  [--permission-mode MODE] [--dangerously-bypass-permissions]
   [--start-timeout SECONDS]`` — opens
   the box (creating it if missing) on the embedded defaults and serves it over
   HTTP (`beebox_impl.http.serve_box`), and runs its enabled schedule cards at their
@@ -13,7 +14,11 @@
   ``--allow-remote``. As the owner of its process, it sets glibc's allocator
   up for a long-lived server first: started as the ``bbx`` command, it executes
   itself again (same pid) with glibc's per-thread caches off, then fixes the
-  thresholds and arenas (`beebox_impl.allocator`).
+  thresholds and arenas (`beebox_impl.allocator`). Before it serves, it says on
+  stderr which permission mode is in force (``--permission-mode``, else the box's
+  ``_config/settings.yaml``, else ``default``) and what that means;
+  ``bypassPermissions`` is refused (exit 2) unless
+  ``--dangerously-bypass-permissions`` is given too, and then warned about.
 - ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
   sends a message to a running box over HTTP (with a fresh ``messageId``, so a
   retry of the same command line is not a second message) and prints its answer.
@@ -47,6 +52,7 @@ from beebox_impl.allocator import (
 )
 from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
+from beebox_impl.engine.claude_permissions import PERMISSION_MODES, PermissionMode
 from beebox_impl.engine.protocol import Engine, PreparableEngine
 from beebox_impl.http.server import (
     DEFAULT_HOST,
@@ -59,6 +65,7 @@ from beebox_impl.http.server import (
 from beebox_impl.ids import new_uuid4
 from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.schedule import run_schedules
+from beebox_impl.settings import InvalidBoxSettings, PermissionSettings, load_box_settings
 from beebox_impl.store.database import create_database
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
@@ -110,6 +117,21 @@ def add_box_commands(
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help="0: any free port")
     serve.add_argument("--engine", choices=["echo", "claude"], default="echo")
+    serve.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        metavar="MODE",
+        help=(
+            "how Claude Code asks before it acts: "
+            + ", ".join(PERMISSION_MODES)
+            + " (default: the box's _config/settings.yaml, else default)"
+        ),
+    )
+    serve.add_argument(
+        "--dangerously-bypass-permissions",
+        action="store_true",
+        help="allow --permission-mode bypassPermissions: every tool runs without asking",
+    )
     serve.add_argument(
         "--start-timeout",
         type=_start_timeout,
@@ -222,12 +244,58 @@ async def _prepare_engine(engine: Engine | None, ready: anyio.Event) -> None:
         ready.set()
 
 
-def _engine(name: str) -> Engine | None:
+def _engine(name: str, permissions: PermissionSettings) -> Engine | None:
     if name == "claude":
         from beebox_impl.engine.claude import ClaudeEngine  # noqa: PLC0415
 
-        return ClaudeEngine()
+        return ClaudeEngine(
+            permission_mode=permissions.mode,
+            allowed_tools=permissions.allow,
+            disallowed_tools=permissions.deny,
+        )
     return None  # the box's default: EchoEngine
+
+
+# What each mode means for a person at the page (`bbx serve`'s stderr line).
+_MODE_MEANINGS: Final[dict[PermissionMode, str]] = {
+    "default": "Claude Code asks on the page before edits and commands",
+    "acceptEdits": "Claude Code edits files in the box without asking, and asks before commands",
+    "plan": "Claude Code only reads and plans; it asks before anything else",
+    "dontAsk": "Claude Code denies whatever it would have asked about",
+    "auto": "Claude Code's classifier decides each tool call",
+    "bypassPermissions": "Claude Code runs EVERY tool without asking, in the box and beyond",
+}
+
+
+def serving_permissions(args: argparse.Namespace) -> PermissionSettings:
+    """The permission settings ``bbx serve`` runs with: the box's settings file, its
+    mode overridden by ``--permission-mode``. Raises `InvalidBoxSettings`."""
+    settings = load_box_settings(args.box.expanduser().resolve()).permissions
+    if args.permission_mode is None:
+        return settings
+    return PermissionSettings(args.permission_mode, settings.allow, settings.deny, settings.timeout)
+
+
+def permission_mode_lines(permissions: PermissionSettings, engine: str) -> list[str]:
+    """What ``bbx serve`` says on stderr about the mode in force."""
+    minutes = f"{permissions.timeout.total_seconds() / 60:g}"
+    line = f"bbx: permission mode {permissions.mode}: {_MODE_MEANINGS[permissions.mode]}"
+    if engine == "echo":
+        return [f"{line} (the echo engine runs no tools)"]
+    lines = [f"{line}; an unanswered request is denied after {minutes} min"]
+    if permissions.allow or permissions.deny:
+        lines.append(
+            f"bbx: allowed without asking: {', '.join(permissions.allow) or 'nothing'};"
+            f" always refused: {', '.join(permissions.deny) or 'nothing'}"
+        )
+    if permissions.mode == "bypassPermissions":
+        lines.append(
+            "bbx: WARNING: --dangerously-bypass-permissions: nothing stands between the "
+            "model and your files, commands and network"
+        )
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            lines.append("bbx: WARNING: Claude Code refuses bypassPermissions as root: runs fail")
+    return lines
 
 
 def _served_url_or_refusal(box_root: Path) -> str:
@@ -294,7 +362,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
 
 
 async def _serve_box_until_signalled(args: argparse.Namespace) -> None:
-    engine = _engine(args.engine)
+    engine = _engine(args.engine, args.permissions)
     engine_ready = anyio.Event()
     async with anyio.create_task_group() as preparing:
         # An engine that can get ready ahead of the first send does so while the box
@@ -324,6 +392,8 @@ async def _serve_open_box_until_signalled(
         await engine_ready.wait()
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                for line in permission_mode_lines(args.permissions, args.engine):
+                    print(line, file=sys.stderr, flush=True)
                 print(serving_line(box.root, running.login_url), flush=True)
                 async for received in signals:
                     print(f"bbx: {signal.Signals(received).name}: shutting down", file=sys.stderr)
@@ -338,6 +408,18 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
         check_host(args.host, allow_remote=args.allow_remote)
     except RemoteBindRefused as error:
         print(f"bbx: {error}; pass --allow-remote", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        args.permissions = serving_permissions(args)
+    except InvalidBoxSettings as error:
+        print(f"bbx: cannot serve: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.permissions.mode == "bypassPermissions" and not args.dangerously_bypass_permissions:
+        print(
+            "bbx: permission mode bypassPermissions lets Claude Code run every tool without"
+            " asking; pass --dangerously-bypass-permissions as well if you mean it",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     # Before any thread starts: no per-thread caches that each connection's thread
     # fills for as long as it lives, and the photo buffers out of the heaps.

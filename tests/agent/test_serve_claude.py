@@ -32,7 +32,7 @@ import pytest
 
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV
 from tests.agent.claude_cli import OfflineClaude, claude_processes, kill
-from tests.agent.messages_api import Fail, MessagesApiDouble, Reply, Text
+from tests.agent.messages_api import Fail, MessagesApiDouble, Reply, Text, ToolUse
 from tests.agent.photos import noise_png
 from tests.impl.http.support import Client, Response, read_address
 
@@ -45,7 +45,9 @@ WAIT_S = 15.0
 # --- `bbx serve --engine claude` as a process -------------------------------------------
 
 
-def start_claude_serve(box: Path, claude: OfflineClaude, log: TextIO) -> subprocess.Popen[bytes]:
+def start_claude_serve(
+    box: Path, claude: OfflineClaude, log: TextIO, options: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
     """`bbx serve --engine claude` on ``box``, any free port, its CLI on ``claude``'s double.
 
     The box finds the transcripts where the CLI writes them (``$CLAUDE_CONFIG_DIR``),
@@ -56,7 +58,7 @@ def start_claude_serve(box: Path, claude: OfflineClaude, log: TextIO) -> subproc
     env.pop(PROJECTS_DIR_ENV, None)
     command = [sys.executable, "-m", "beebox_impl", "serve", "--box", str(box), "--port", "0"]
     return subprocess.Popen(
-        [*command, "--engine", "claude"],
+        [*command, "--engine", "claude", *options],
         stdout=subprocess.PIPE,
         stderr=log,
         env=env,
@@ -94,10 +96,11 @@ class Served:
 
     process: subprocess.Popen[bytes]
     client: Client
+    log: Path
 
 
 @contextlib.contextmanager
-def serve_claude(box: Path, claude: OfflineClaude) -> Iterator[Served]:
+def serve_claude(box: Path, claude: OfflineClaude, options: Sequence[str] = ()) -> Iterator[Served]:
     """`bbx serve --engine claude` on ``box`` for the ``with`` block; then SIGTERM.
 
     After a clean block it checks that the serve exited 0 and that its CLI had gone
@@ -105,13 +108,13 @@ def serve_claude(box: Path, claude: OfflineClaude) -> Iterator[Served]:
     """
     log_path = box.parent / f"serve-{time.monotonic_ns()}.log"
     with log_path.open("w") as log:
-        process = start_claude_serve(box, claude, log)
+        process = start_claude_serve(box, claude, log, options)
     try:
         url, token = read_address(process, box)
         address = urlsplit(url)
         assert address.hostname is not None
         assert address.port is not None
-        yield Served(process, Client(address.hostname, address.port, token))
+        yield Served(process, Client(address.hostname, address.port, token), log_path)
     finally:
         try:
             code = stop_claude_serve(process)
@@ -526,3 +529,62 @@ def test_stop_mid_stream_over_http(
     assert sent(api)[-1][-1] == "after the stop"
     assert shown(replay)[0] == ("user", "long")
     assert shown(replay)[-2:] == [("user", "after the stop"), ("assistant", "later")]
+
+
+def test_a_permission_request_answered_over_http(
+    tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
+) -> None:
+    box = tmp_path / "box"
+    note = box / "note.txt"
+    api.script(
+        # acceptEdits: a file written in the box goes without asking…
+        Reply((ToolUse("Write", {"file_path": str(note), "content": "hi\n"}),)),
+        # …a command that is not a file operation does not.
+        Reply(
+            (
+                ToolUse(
+                    "Bash",
+                    {"command": "python3 -c \"open('asked.txt', 'w')\"", "description": "Create"},
+                ),
+            )
+        ),
+        Reply.text("both done"),
+    )
+    with (
+        serve_claude(box, claude, ["--permission-mode", "acceptEdits"]) as served,
+        EventStream(served.client) as events,
+    ):
+        send(served.client, "write, then touch", "m-1")
+        (asked,) = events.wait_for_name("permission-request")
+        request = asked.data["request"]
+        assert request["toolName"] == "Bash"
+        assert note.read_text() == "hi\n"
+        assert bootstrap(served.client)["permissions"] == [request]
+        answer = served.client.request(
+            "POST", f"/api/chat/permissions/{request['id']}", json_body={"decision": "allow"}
+        )
+        assert ok(answer) == {"ok": True, "id": request["id"], "decision": "allow"}
+        events.wait_for_name("turn-text")
+        (ended,) = events.named("permission-ended")
+        assert ended.data == {"id": request["id"], "how": "answered", "decision": "allow"}
+        listed = ok(served.client.request("GET", "/api/chat/permissions"))
+        assert [d["answeredBy"] for d in listed["decisions"]] == ["page"]
+        errors = served.log.read_text()
+    assert (box / "asked.txt").exists()
+    assert len(events.named("permission-request")) == 1
+    assert "bbx: permission mode acceptEdits: Claude Code edits files in the box" in errors
+
+
+def test_bypass_permissions_needs_its_own_flag(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [
+            *(sys.executable, "-m", "beebox_impl", "serve", "--box", str(tmp_path / "box")),
+            *("--engine", "claude", "--permission-mode", "bypassPermissions", "--port", "0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "--dangerously-bypass-permissions" in refused.stderr

@@ -50,6 +50,8 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
         code, errors = stop_serve(process)
     assert code == 0, errors
     assert "SIGTERM: shutting down" in errors
+    # It said which permission mode was in force (the box's template: default).
+    assert "bbx: permission mode default: Claude Code asks on the page" in errors
     # Clean: the serve file is gone and SQLite checkpointed its WAL on close.
     assert not serve_file_path(box).exists()
     assert not (box / ".beebox" / "box.sqlite3-wal").exists()
