@@ -36,7 +36,7 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
         assert token == (box / ".beebox" / "token").read_text().strip()
 
         assert conformance_main(["--url", url, f"--token={token}", str(VECTORS)]) == 0
-        assert capsys.readouterr().out.strip().endswith("72 passed, 0 failed")
+        assert capsys.readouterr().out.strip().endswith("76 passed, 0 failed")
 
         photo = tmp_path / "photo.png"
         photo.write_bytes(PHOTO_BYTES)
