@@ -180,12 +180,18 @@ class ChatPermissionService:
         try:
             await self._session.answer_permission(request_id, reply)
         except PermissionNotPending:
+            refused = True
+        else:
+            refused = False
+        finally:
+            # Taken by the record as the request ended, unless it was refused (or the
+            # call cancelled): a later end must not be put down to this answer.
             self._record.not_answering(request_id)
-            if self._record.ended_lately(request_id) or await self._record.store.knows(request_id):
-                raise PermissionAlreadyEnded(
-                    f"permission request {request_id!r} has ended already"
-                ) from None
-            raise PermissionNotFound(f"no permission request {request_id!r}") from None
+        if not refused:
+            return
+        if self._record.ended_lately(request_id) or await self._record.store.knows(request_id):
+            raise PermissionAlreadyEnded(f"permission request {request_id!r} has ended already")
+        raise PermissionNotFound(f"no permission request {request_id!r}")
 
     async def decisions(self, limit: int = 100) -> list[PermissionDecision]:
         """How the last ``limit`` requests ended, newest first (written ones: `flush`
