@@ -217,3 +217,38 @@ async def test_a_box_reopened_knows_its_ended_requests(tmp_path: Path) -> None:
         unknown = await client.call("POST", PREFIX + "p-2", json_body={"decision": "allow"})
         assert unknown.status == 404
         assert box.pending_permissions() == []
+
+
+async def test_a_request_pending_as_the_box_closes_is_denied_and_recorded(tmp_path: Path) -> None:
+    engine = ScriptedEngine("accept")
+    # The ask's task outlives the box: the box's close answers it.
+    async with (
+        anyio.create_task_group() as asks,
+        served_box(tmp_path, engine=engine) as (box, client, _),
+    ):
+        await client.call("POST", "/api/chat/send", json_body={"message": "go"})
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        run = engine.runs[0]
+        await ask(run, asks, box, "p-1")
+    assert run.answers["p-1"] == PermissionReply("deny", STOPPED_MESSAGE)
+    async with served_box(tmp_path, engine=ScriptedEngine("accept")) as (box, client, _):
+        late = await client.call("POST", PREFIX + "p-1", json_body={"decision": "allow"})
+        assert late.status == 409
+        (decision,) = await box.permission_decisions()
+    assert (decision.how, decision.decision, decision.answered_by) == ("stopped", "deny", "stop")
+
+
+async def test_a_withdrawn_request_is_recorded_as_nobodys(tmp_path: Path) -> None:
+    async with asking_box(tmp_path) as (box, client, run, asks):
+        await ask(run, asks, box, "p-1")
+        run.withdraw("p-1")
+        await wait_until(lambda: box.pending_permissions() == [])
+        gone = await client.call("POST", PREFIX + "p-1", json_body={"decision": "allow"})
+        assert gone.status == 409
+        (decision,) = (await client.call("GET", "/api/chat/permissions")).json()["decisions"]
+    assert (decision["how"], decision["decision"], decision["answeredBy"]) == (
+        "withdrawn",
+        None,
+        "nobody",
+    )
+    assert run.answers["p-1"] is None
