@@ -10,16 +10,26 @@ API sees that thread's conversation and nothing of the other's.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
 
-from beebox_impl.session import ChatSessionPool, PoolSendResult, TurnSettlement
+from beebox_impl.session import (
+    ChatSessionPool,
+    ManualClock,
+    PermissionEnded,
+    PermissionRequested,
+    PoolSendResult,
+    TurnSettlement,
+)
 from beebox_impl.store import InMemoryThreadRecordStore
-from beebox_spec.thread_pool import REMINDER
+from beebox_spec.permissions import PermissionEnd, PermissionNotPending, PermissionReply
+from beebox_spec.thread_pool import BUSY_TIMEOUT, REMINDER
+from tests.agent.box_support import wait_until
 from tests.agent.claude_cli import OfflineClaude, claude_processes
-from tests.agent.messages_api import MessagesApiDouble, Reply
+from tests.agent.messages_api import MessagesApiDouble, Reply, ToolUse
 
 pytestmark = pytest.mark.anyio
 
@@ -117,3 +127,64 @@ async def test_two_threads_park_and_resume_their_own_sessions(
     assert said == ["Thinking it over. <chat-response>t1, first</chat-response>"]
     assert not any("from t2" in text or "t2, first" in text for text in resumed.user_texts())
     assert "t2, first" not in str(resumed.messages)
+
+
+async def test_a_thread_waiting_for_approval_is_answered_or_denied_as_it_parks(
+    tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
+) -> None:
+    # After the second call is denied, whatever the CLI still asks, and t2, get the
+    # double's fallback (a plain text): which comes first is the CLI's business.
+    api.script(
+        Reply((ToolUse("Bash", {"command": "touch first.txt", "description": "x"}),)),
+        answer("t1 made it"),
+        Reply((ToolUse("Bash", {"command": "touch second.txt", "description": "x"}),)),
+    )
+    box_root = tmp_path / "box"
+    box_root.mkdir()
+    clock = ManualClock(datetime(2026, 12, 5, 12, 0, tzinfo=UTC))
+    results: dict[str, PoolSendResult] = {}
+
+    async def send(thread: str, text: str) -> None:
+        results[thread] = await pool.send(thread, text)
+
+    with anyio.fail_after(90):
+        async with (
+            ChatSessionPool.open(
+                engine=claude.engine(),
+                box_root=box_root,
+                records=InMemoryThreadRecordStore(),
+                clock=clock,
+                thread_prompt=THREAD_PROMPT,
+            ) as pool,
+            anyio.create_task_group() as sends,
+        ):
+            with pool.subscribe_permissions() as subscription:
+                heard = aiter(subscription)
+                # Answered through the pool: the tool runs, the turn finishes.
+                sends.start_soon(send, "t1", "make the first file")
+                first = await anext(heard)
+                assert isinstance(first, PermissionRequested)
+                assert pool.pending_permissions == [first.request]
+                await pool.answer_permission(first.request["id"], PermissionReply("allow"))
+                assert await anext(heard) == PermissionEnded(
+                    PermissionEnd(first.request["id"], "answered", "allow")
+                )
+                await wait_until(lambda: "t1" in results)
+                # t1 asks again; a message on t2 waits for t1's busy turn, then parks it.
+                sends.start_soon(send, "t1", "make the second file")
+                second = await anext(heard)
+                assert isinstance(second, PermissionRequested)
+                sends.start_soon(send, "t2", "hello from t2")
+                # The request's timeout and the pool's wait for t1, both on the clock.
+                await wait_until(lambda: clock.sleepers == 2)
+                clock.advance(BUSY_TIMEOUT)
+                assert await anext(heard) == PermissionEnded(
+                    PermissionEnd(second.request["id"], "stopped", "deny")
+                )
+                await wait_until(lambda: "t2" in results)
+            with pytest.raises(PermissionNotPending):
+                await pool.answer_permission(second.request["id"], PermissionReply("allow"))
+    assert (box_root / "first.txt").exists()
+    assert not (box_root / "second.txt").exists()
+    assert results["t1"].success is False
+    assert results["t2"].success is True
