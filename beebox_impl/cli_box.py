@@ -19,6 +19,10 @@
   ``_config/settings.yaml``, else ``default``) and what that means;
   ``bypassPermissions`` is refused (exit 2) unless
   ``--dangerously-bypass-permissions`` is given too, and then warned about.
+- ``bbx chat permissions [--box DIR] [--limit N] [--json]`` — how the agent's last
+  permission requests ended, newest first, read from the box's database (whether
+  or not a ``bbx serve`` runs): when, the tool and its input, the decision, who
+  gave it (`beebox_impl.store.permissions`).
 - ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
   sends a message to a running box over HTTP (with a fresh ``messageId``, so a
   retry of the same command line is not a second message) and prints its answer.
@@ -50,7 +54,7 @@ from beebox_impl.allocator import (
     trim_free_heap,
     tune_allocator_for_serving,
 )
-from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
+from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, is_box, read_token
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.claude_permissions import PERMISSION_MODES, PermissionMode
 from beebox_impl.engine.protocol import Engine, PreparableEngine
@@ -66,7 +70,8 @@ from beebox_impl.ids import new_uuid4
 from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.schedule import run_schedules
 from beebox_impl.settings import InvalidBoxSettings, PermissionSettings, load_box_settings
-from beebox_impl.store.database import create_database
+from beebox_impl.store.database import BoxDatabase, create_database
+from beebox_impl.store.permissions import MAX_LISTED, PermissionDecision, PermissionDecisionStore
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
 __all__ = [
@@ -155,6 +160,15 @@ def add_box_commands(
         help="allow a non-loopback --host (the token is then the only guard; use TLS)",
     )
 
+    permissions = chat_commands.add_parser(
+        "permissions", help="how the agent's permission requests ended, newest first"
+    )
+    permissions.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
+    permissions.add_argument(
+        "--limit", type=_listed_limit, default=50, metavar="N", help=f"1-{MAX_LISTED} (default 50)"
+    )
+    permissions.add_argument("--json", action="store_true", help="print them as JSON")
+
     send = chat_commands.add_parser("send", help="send a message to a running box")
     send.add_argument("text")
     send.add_argument("--image", type=Path, action="append", default=[], metavar="FILE")
@@ -177,7 +191,60 @@ def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> 
         return _serve(args, owns_process=owns_process)
     if args.command == "chat" and args.chat_command == "send":
         return _chat_send(args)
+    if args.command == "chat" and args.chat_command == "permissions":
+        return _chat_permissions(args)
     return None
+
+
+def _listed_limit(text: str) -> int:
+    try:
+        limit = int(text)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LISTED:
+        raise argparse.ArgumentTypeError(f"a count from 1 to {MAX_LISTED}, not {text!r}")
+    return limit
+
+
+async def _recent_decisions(box_root: Path, limit: int) -> list[PermissionDecision]:
+    async with await BoxDatabase.open(box_root) as database:
+        return await PermissionDecisionStore(database).recent(limit)
+
+
+def _chat_permissions(args: argparse.Namespace) -> int:
+    if not is_box(args.box):
+        print(f"bbx: {args.box} is not a box: run `bbx init {args.box}`", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        decisions = anyio.run(_recent_decisions, args.box.expanduser().resolve(), args.limit)
+    except sqlite3.DatabaseError as error:
+        print(f"bbx: cannot read the box's database: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        json.dump([decision.as_json() for decision in decisions], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not decisions:
+        print("no permission requests yet")
+    for decision in decisions:
+        print(permission_line(decision))
+    return 0
+
+
+def permission_line(decision: PermissionDecision) -> str:
+    """One decision as ``bbx chat permissions`` prints it."""
+    shown = decision.as_json()
+    tool_input = shown["input"]
+    subject = tool_input.get("command") or tool_input.get("file_path")
+    said = subject if isinstance(subject, str) else json.dumps(tool_input, ensure_ascii=False)
+    if len(said) > 80:
+        said = said[:79] + "…"
+    decided = shown["decision"] or "none"
+    always = " always" if shown["always"] else ""
+    return (
+        f"{shown['endedAt']}  {decided}{always} by {shown['answeredBy']} ({shown['how']})"
+        f"  {shown['toolName']}: {said}"
+    )
 
 
 def _init(folder: Path) -> int:

@@ -17,6 +17,7 @@ import pytest
 from anyio.abc import TaskGroup
 
 from beebox_impl.box import Box
+from beebox_impl.cli import main as bbx
 from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 from beebox_impl.http.server import cookie_name
 from beebox_spec.permissions import (
@@ -252,3 +253,31 @@ async def test_a_withdrawn_request_is_recorded_as_nobodys(tmp_path: Path) -> Non
         "nobody",
     )
     assert run.answers["p-1"] is None
+
+
+async def test_bbx_chat_permissions_lists_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    box_dir = tmp_path / "box"
+    assert bbx(["chat", "permissions", "--box", str(box_dir)]) == 1
+    assert "is not a box" in capsys.readouterr().err
+    async with asking_box(tmp_path) as (box, client, run, asks):
+        await ask(run, asks, box, "p-1")
+        await client.call("POST", PREFIX + "p-1", json_body={"decision": "allow", "always": True})
+        await ask(run, asks, box, "p-2")
+        await client.call("POST", PREFIX + "p-2", json_body={"decision": "deny"})
+        await box.permission_decisions()  # written
+        # Beside the running box (SQLite's WAL lets it read), as a command of its own.
+        listing = ["chat", "permissions", "--box", str(box_dir)]
+        assert await anyio.to_thread.run_sync(bbx, listing) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("  ", 1)[1] for line in lines] == [
+        "deny by page (answered)  Bash: touch x",
+        "allow always by page (answered)  Bash: touch x",
+    ]
+    as_json = ["chat", "permissions", "--box", str(box_dir), "--json", "--limit", "1"]
+    assert await anyio.to_thread.run_sync(bbx, as_json) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["id"], listed["decision"], listed["message"]) == ("p-2", "deny", "")
+    with pytest.raises(SystemExit):
+        bbx(["chat", "permissions", "--box", str(box_dir), "--limit", "0"])
