@@ -51,6 +51,18 @@ export function send(message, messageId, images) {
   return request("POST", "/api/chat/send", body);
 }
 
+/**
+ * Answer a pending permission request: `decision` is "allow" or "deny"; a deny may
+ * carry a `message` for the model, an allow may be `always` (only where the request's
+ * `canAlwaysAllow`). Answers `{ok, id, decision}`; a 409 means it had ended already.
+ */
+export function answerPermission(id, decision, { message = "", always = false } = {}) {
+  const body = { decision };
+  if (decision === "deny" && message !== "") body.message = message;
+  if (decision === "allow" && always) body.always = true;
+  return request("POST", `/api/chat/permissions/${encodeURIComponent(id)}`, body);
+}
+
 export const stop = () => request("POST", "/api/chat/stop");
 export const restart = () => request("POST", "/api/chat/restart");
 
@@ -78,6 +90,8 @@ const EVENT_NAMES = [
   "start-failed",
   "turn-error",
   "events-lost",
+  "permission-request",
+  "permission-ended",
 ];
 
 // Reconnect delays: doubling from half a second, never more than 15 s apart.

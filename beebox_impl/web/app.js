@@ -17,6 +17,12 @@
 // - `/api/events` says when to look again: a turn started, a turn's text, a turn
 //   done. The stream reconnects with backoff, and every (re)connection re-reads
 //   the state, since events sent while it was down are gone.
+// - A tool call the agent needs approval for is a *permission request*: a card with
+//   Allow, Deny and, where offered, Always allow. Cards come from bootstrap's
+//   `permissions` (so a reload shows them again) and `permission-request` events;
+//   `permission-ended`, the box's answer to ours, or a 409 (it ended elsewhere) takes
+//   a card away. An id seen ending is never shown again, though a bootstrap read
+//   begun before the end may still list it.
 
 import * as api from "./api.js";
 import {
@@ -25,7 +31,7 @@ import {
   normalizeForCompare,
   reconcilePending,
 } from "./reconcile.js";
-import { liveNode, messageNode, sessionNode } from "./view.js";
+import { liveNode, messageNode, permissionNode, sessionNode, setPermissionState } from "./view.js";
 
 // How many entries a history read asks for at a time.
 const PAGE_SIZE = 40;
@@ -38,11 +44,14 @@ const LONGEST_SEND_RETRY_MS = 30000;
 const STICK_TO_BOTTOM_PX = 80;
 // The photo types the box keeps (beebox_spec.media.SERVABLE_MEDIA_TYPES).
 const PHOTO_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+// How many ended permission ids the page remembers (to keep them from coming back).
+const ENDED_PERMISSIONS_KEPT = 200;
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   log: $("log"),
   messages: $("messages"),
+  permissions: $("permissions"),
   empty: $("empty"),
   loadEarlier: $("load-earlier"),
   status: $("status"),
@@ -85,6 +94,10 @@ const state = {
   streaming: "",
   attachments: [],
   sessions: [],
+  // Pending permission requests, oldest first, by id: {request, node, busy, error, focused}.
+  permissions: new Map(),
+  // Ids of requests seen ending, oldest first (at most ENDED_PERMISSIONS_KEPT).
+  endedPermissions: new Set(),
 };
 
 // --- Persistence across a reload ------------------------------------------------
@@ -193,6 +206,7 @@ function refresh() {
 
 async function refreshOnce() {
   const answersBefore = state.answers;
+  const permissionsBefore = new Set(state.permissions.keys());
   const boot = await api.bootstrap({ session: state.viewing, tail: PAGE_SIZE });
   const queuedThen = boot.status.queued;
   state.status = boot.status;
@@ -220,6 +234,7 @@ async function refreshOnce() {
       }
     }
   }
+  mergePermissions(boot.permissions ?? [], permissionsBefore);
   const shown = new Set(state.entries.map((entry) => entry.uuid));
   for (const uuid of state.live.keys()) if (shown.has(uuid)) state.live.delete(uuid);
   if (!boot.status.busy) {
@@ -307,6 +322,74 @@ function retryUnsent() {
   }
 }
 
+// --- Permission requests ----------------------------------------------------------
+
+function addPermission(request) {
+  const id = request?.id;
+  if (typeof id !== "string" || state.permissions.has(id) || state.endedPermissions.has(id)) return;
+  const card = { request, node: null, busy: false, error: null, focused: false };
+  card.node = permissionNode(request, (decision, options) => answerPermission(card, decision, options));
+  state.permissions.set(id, card);
+}
+
+function endPermission(id) {
+  state.endedPermissions.delete(id);
+  state.endedPermissions.add(id);
+  if (state.endedPermissions.size > ENDED_PERMISSIONS_KEPT) {
+    state.endedPermissions.delete(state.endedPermissions.values().next().value);
+  }
+  const card = state.permissions.get(id);
+  if (card === undefined) return;
+  state.permissions.delete(id);
+  const hadFocus = card.focused || card.node.contains(document.activeElement);
+  card.node.remove();
+  // A keyboard stays where it was working: the next card, else the composer.
+  if (hadFocus) {
+    const next = state.permissions.values().next().value;
+    (next?.node.querySelector("button") ?? ui.text).focus();
+  }
+}
+
+/** Bootstrap's pending requests: add the new ones; drop the ones known before the read
+ * began that it no longer lists (they ended while the page was not listening). */
+function mergePermissions(pending, knownBefore) {
+  const listed = new Set(pending.map((request) => request.id));
+  for (const id of knownBefore) if (!listed.has(id)) endPermission(id);
+  for (const request of pending) addPermission(request);
+}
+
+async function answerPermission(card, decision, options) {
+  if (card.busy) return;
+  const id = card.request.id;
+  // Disabling the focused button drops the focus: remember where it was.
+  card.focused = card.node.contains(document.activeElement);
+  card.busy = true;
+  card.error = null;
+  setPermissionState(card.node, card);
+  try {
+    await api.answerPermission(id, decision, options);
+    // Taken: the card goes now (the permission-ended event may come later, or not at
+    // all while the stream is down).
+    endPermission(id);
+  } catch (error) {
+    if (error instanceof api.ApiError && error.status === 409) {
+      // Answered elsewhere, timed out or stopped: nothing left to answer.
+      endPermission(id);
+    } else {
+      card.busy = false;
+      card.error =
+        error instanceof api.ApiError
+          ? `The box did not take the answer: ${error.message}`
+          : `Could not reach the box (${error.message}); try again.`;
+      setPermissionState(card.node, card);
+      if (card.focused && !card.node.contains(document.activeElement)) {
+        card.node.querySelector("button")?.focus();
+      }
+    }
+  }
+  render();
+}
+
 // --- Live events ------------------------------------------------------------------
 
 function onEvent(name, data) {
@@ -332,6 +415,14 @@ function onEvent(name, data) {
     case "start-failed":
       showNotice(`The chat could not start: ${data.reason ?? "unknown reason"}`);
       refresh();
+      return;
+    case "permission-request":
+      addPermission(data.request);
+      render();
+      return;
+    case "permission-ended":
+      endPermission(data.id);
+      render();
       return;
     case "turn-error":
       // The agent's own words for a turn it could not finish (an API error, a limit).
@@ -440,13 +531,29 @@ function render({ toBottom = false, keepPosition = false } = {}) {
   if (current.length !== nodes.length || current.some((node, index) => node !== nodes[index])) {
     ui.messages.replaceChildren(...nodes);
   }
-  ui.empty.hidden = nodes.length > 0;
+  const cardAdded = renderPermissions();
+  ui.empty.hidden = nodes.length > 0 || state.permissions.size > 0;
   ui.loadEarlier.hidden = state.firstIndex === 0;
 
   if (keepPosition) log.scrollTop = log.scrollHeight - distanceFromEnd;
-  else if (toBottom || fromBottom < STICK_TO_BOTTOM_PX) log.scrollTop = log.scrollHeight;
+  else if (toBottom || cardAdded || fromBottom < STICK_TO_BOTTOM_PX) log.scrollTop = log.scrollHeight;
   renderStatus();
   renderControls();
+}
+
+/** The permission cards, after the conversation; true when one was added. Cards are
+ * moved only when added or removed, so a half-typed reason keeps its focus. */
+function renderPermissions() {
+  const wanted = new Set([...state.permissions.values()].map((card) => card.node));
+  for (const node of [...ui.permissions.children]) if (!wanted.has(node)) node.remove();
+  let added = false;
+  for (const node of wanted) {
+    if (node.parentNode !== ui.permissions) {
+      ui.permissions.append(node);
+      added = true;
+    }
+  }
+  return added;
 }
 
 /** Keep only what is still owed; drop the node cache of what the transcript retired. */
@@ -479,7 +586,9 @@ function renderStatus(retryInMs = null) {
     text = retryInMs === null ? "Connecting…" : `Offline — reconnecting in ${Math.ceil(retryInMs / 1000)} s`;
   } else if (state.status?.busy) {
     mode = "busy";
-    text = queued > 0 ? `Working… · ${queued} queued` : "Working…";
+    const asking = state.permissions.size;
+    text = asking > 0 ? `Waiting for your approval${asking > 1 ? ` (${asking})` : ""}` : "Working…";
+    if (queued > 0) text = `${text} · ${queued} queued`;
   } else if (state.status?.phase === "starting") {
     mode = "busy";
     text = "Starting…";

@@ -150,3 +150,83 @@ export function sessionNode(session, { current, onOpen }) {
   item.append(button);
   return item;
 }
+
+// What a tool call would do, as plain text: a command, a file, else compact JSON.
+function permissionInput(input) {
+  if (typeof input?.command === "string") return input.command;
+  if (typeof input?.file_path === "string") return input.file_path;
+  return JSON.stringify(input ?? {});
+}
+
+function actionButton(className, label, onClick) {
+  const button = element("button", className, label);
+  button.type = "button";
+  button.addEventListener("click", onClick);
+  return button;
+}
+
+/**
+ * A pending permission request as a card: what the agent wants to do, and Allow,
+ * Always allow (only where the request offers it) and Deny with an optional reason.
+ * `onAnswer(decision, {message, always})` runs on a click; the card is built once and
+ * `setPermissionState` updates it, so a half-typed reason and the focus survive.
+ */
+export function permissionNode(request, onAnswer) {
+  const item = element("li", "permission");
+  item.dataset.id = request.id;
+  const toolName = request.toolName ?? "a tool";
+  // The CLI's own sentence ("Claude wants to run …") where it gave one, else the tool.
+  const headingText = request.title ?? request.displayName ?? toolName;
+  const heading = element("h3", "permission-title", headingText);
+  heading.id = `${request.id}-title`;
+  item.setAttribute("aria-labelledby", heading.id);
+  const kind = headingText === toolName ? "Permission needed" : `Permission needed · ${toolName}`;
+  item.append(element("p", "permission-kind", kind), heading);
+  const input = request.input ?? {};
+  const about = request.description ?? (typeof input.description === "string" ? input.description : "");
+  if (about) item.append(element("p", "permission-about", about));
+  const shown = element("pre", "permission-input", permissionInput(input));
+  // Focusable: a long input scrolls, and a keyboard must be able to scroll it.
+  shown.tabIndex = 0;
+  shown.setAttribute("aria-label", `${toolName} input`);
+  item.append(shown);
+  if (request.blockedPath) item.append(element("p", "permission-detail", `Blocked path: ${request.blockedPath}`));
+  if (request.decisionReason) item.append(element("p", "permission-detail", `Why it asks: ${request.decisionReason}`));
+
+  const reasonId = `${request.id}-reason`;
+  const label = element("label", "visually-hidden", "Reason for denying (optional, the agent sees it)");
+  label.htmlFor = reasonId;
+  const reason = element("input", "permission-reason");
+  reason.type = "text";
+  reason.id = reasonId;
+  reason.maxLength = 2000;
+  reason.placeholder = "Reason (optional, sent with Deny)";
+  const deny = () => onAnswer("deny", { message: reason.value.trim() });
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.isComposing) {
+      event.preventDefault();
+      if (!reason.disabled) deny();
+    }
+  });
+
+  const actions = element("div", "permission-actions");
+  actions.append(actionButton("allow", "Allow", () => onAnswer("allow", {})));
+  if (request.canAlwaysAllow === true) {
+    actions.append(actionButton("always", "Always allow", () => onAnswer("allow", { always: true })));
+  }
+  actions.append(actionButton("deny", "Deny", deny));
+  const error = element("p", "permission-error");
+  error.setAttribute("role", "alert");
+  error.hidden = true;
+  item.append(label, reason, actions, error);
+  return item;
+}
+
+/** A card's answer in flight (controls disabled) and the error of the last try, if any. */
+export function setPermissionState(item, { busy, error }) {
+  for (const control of item.querySelectorAll("button, input")) control.disabled = busy;
+  item.setAttribute("aria-busy", busy ? "true" : "false");
+  const note = item.querySelector(".permission-error");
+  note.textContent = error ?? "";
+  note.hidden = !error;
+}
