@@ -77,7 +77,8 @@ def browser(session: nox.Session) -> None:
         except CommandFailed:
             # No archive reachable (an offline machine): say so rather than fail the run.
             session.skip("Debian's chromium could not be installed (apt-get failed; see above)")
-    install(session, "test")
+    # The claude extra too: the permission cards' tests run the real Claude Code CLI.
+    install(session, "test", "claude")
     session.run("pytest", "tests/web", *session.posargs)
 
 
