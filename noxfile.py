@@ -124,6 +124,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/box_http.py", *session.posargs)
     session.run("python", "bench/review.py", *session.posargs)
     session.run("python", "bench/claude.py", *session.posargs)
+    session.run("python", "bench/permissions.py", *session.posargs)
 
 
 @nox.session
