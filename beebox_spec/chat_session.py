@@ -132,11 +132,9 @@ from beebox_spec.permissions import (
     deny_run,
     drop_run,
     in_order,
+    settle,
 )
-from beebox_spec.permissions import answer as answer_permission
 from beebox_spec.permissions import ask as ask_permission
-from beebox_spec.permissions import time_out as time_out_permission
-from beebox_spec.permissions import withdraw as withdraw_permission
 from beebox_spec.run_protocol import (
     CloseRun,
     RunClosed,
@@ -457,12 +455,8 @@ def step(state: ChatSessionState, event: ChatSessionEvent) -> ChatSessionStep:
             return _permissions(
                 state, ask_permission(state.permissions, run, request, run_closing=closing)
             )
-        case PermissionWithdrawn(run=run, request_id=request_id):
-            return _permissions(state, withdraw_permission(state.permissions, run, request_id))
-        case AnswerPermission(request_id=request_id, reply=reply):
-            return _permissions(state, answer_permission(state.permissions, request_id, reply))
-        case PermissionTimedOut(request_id=request_id):
-            return _permissions(state, time_out_permission(state.permissions, request_id))
+        case PermissionWithdrawn() | AnswerPermission() | PermissionTimedOut():
+            return _permissions(state, settle(state.permissions, event))
         case _:
             assert_never(event)
 

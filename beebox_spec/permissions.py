@@ -80,6 +80,7 @@ __all__ = [
     "PermissionStep",
     "PermissionTimedOut",
     "PermissionWithdrawn",
+    "SettlingEvent",
     "answer",
     "ask",
     "can_always_allow",
@@ -87,6 +88,7 @@ __all__ = [
     "drop_run",
     "in_order",
     "parse_permission_answer",
+    "settle",
     "time_out",
     "withdraw",
 ]
@@ -317,6 +319,21 @@ def drop_run(pending: tuple[PendingPermission, ...], run: int) -> PermissionStep
             PermissionEnd(held.id, "run-ended", None) for held in pending if held.run == run
         ),
     )
+
+
+# The events whose rule needs nothing of the session: an answer, a timeout, a withdrawal.
+SettlingEvent: TypeAlias = AnswerPermission | PermissionTimedOut | PermissionWithdrawn
+
+
+def settle(pending: tuple[PendingPermission, ...], event: SettlingEvent) -> PermissionStep:
+    """Rules 2, 3 and 5, by the event (both sessions apply them as they are)."""
+    match event:
+        case AnswerPermission(request_id=request_id, reply=reply):
+            return answer(pending, request_id, reply)
+        case PermissionTimedOut(request_id=request_id):
+            return time_out(pending, request_id)
+        case PermissionWithdrawn(run=run, request_id=request_id):
+            return withdraw(pending, run, request_id)
 
 
 def _find(pending: tuple[PendingPermission, ...], request_id: str) -> PendingPermission | None:

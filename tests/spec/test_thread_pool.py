@@ -20,7 +20,6 @@ from beebox_spec.permissions import (
     PermissionEnd,
     PermissionNotPending,
     PermissionReply,
-    PermissionRequest,
 )
 from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
@@ -55,6 +54,7 @@ from beebox_spec.thread_pool import (
     step,
 )
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
+from tests.spec.test_permissions import request
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -272,28 +272,18 @@ def test_a_failure_deletes_the_thread_record() -> None:
 # --- Rule 7: permission requests ------------------------------------------------------
 
 
-def permission_request(request_id: str) -> PermissionRequest:
-    return {
-        "id": request_id,
-        "toolName": "Write",
-        "input": {"file_path": "a.txt"},
-        "toolUseId": f"toolu_{request_id}",
-        "canAlwaysAllow": False,
-    }
-
-
 DENY_STOPPED = PermissionReply("deny", STOPPED_MESSAGE)
 
 
 def asking(*ids: str) -> ThreadSessionState:
     """A thread session mid-turn on run 1, its run waiting on ``ids``."""
-    asks = [PermissionAsked(1, permission_request(request_id)) for request_id in ids]
+    asks = [PermissionAsked(1, request(request_id)) for request_id in ids]
     return run_events(Send("a"), RunStarted(), *asks)[-1].state
 
 
 def test_an_ask_is_announced_and_the_session_stays_busy() -> None:
-    result = step(asking(), PermissionAsked(1, permission_request("p-1")))
-    assert result.effects == (Emit("permission-request", permission_request("p-1")),)
+    result = step(asking(), PermissionAsked(1, request("p-1")))
+    assert result.effects == (Emit("permission-request", request("p-1")),)
     assert result.state.permissions == (PendingPermission("p-1", 1),)
     # Waiting for an answer is a turn in flight: a thread session refuses a send.
     with pytest.raises(SessionBusyError):
@@ -322,7 +312,7 @@ def test_a_refused_turn_denies_before_its_close() -> None:
 
 def test_a_parked_runs_ask_is_denied_at_once_and_not_announced() -> None:
     parked = step(asking(), Park()).state
-    result = step(parked, PermissionAsked(1, permission_request("late")))
+    result = step(parked, PermissionAsked(1, request("late")))
     assert result.effects == (AnswerAsk(1, "late", DENY_STOPPED),)
     assert result.state.permissions == ()
 

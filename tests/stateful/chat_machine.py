@@ -73,7 +73,6 @@ from beebox_spec.permissions import (
     PermissionAsked,
     PermissionNotPending,
     PermissionReply,
-    PermissionRequest,
     PermissionTimedOut,
     PermissionWithdrawn,
 )
@@ -84,6 +83,7 @@ from tests.stateful.harness import (
     MessageKind,
     TurnRefusedByMachine,
     call_and_settle,
+    numbered_request,
     raw_message,
 )
 
@@ -569,14 +569,8 @@ class ChatSessionMachine(RuleBasedStateMachine):
         second passes."""
         run_number = self.model.current_run
         assert run_number is not None
-        request_id = f"permission-{len(self.asked)}"
-        request: PermissionRequest = {
-            "id": request_id,
-            "toolName": tool,
-            "input": {"ask": len(self.asked)},
-            "toolUseId": f"toolu-{len(self.asked)}",
-            "canAlwaysAllow": can_always_allow,
-        }
+        request = numbered_request(len(self.asked), tool, can_always_allow=can_always_allow)
+        request_id = request["id"]
         run = self.current_engine_run()
         self.asked[request_id] = (run_number, run, self.clock.now() + PERMISSION_TIMEOUT)
 

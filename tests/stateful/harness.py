@@ -34,6 +34,7 @@ from beebox_impl.engine.messages import assistant_message, init_message, result_
 from beebox_impl.engine.protocol import StartOptions, TurnContent
 from beebox_impl.testing import settle
 from beebox_spec.entries import JsonObject
+from beebox_spec.permissions import PermissionRequest
 
 __all__ = [
     "HeldRun",
@@ -41,6 +42,7 @@ __all__ = [
     "MessageKind",
     "TurnRefusedByMachine",
     "call_and_settle",
+    "numbered_request",
     "raw_message",
     "settle",
 ]
@@ -176,3 +178,14 @@ def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> 
     if kind == "ignored":
         return {"type": "tool_progress", "session_id": session_id, "uuid": uuid}
     return {"type": "mystery", "session_id": session_id, "uuid": uuid, "text": text}
+
+
+def numbered_request(number: int, tool: str, *, can_always_allow: bool) -> PermissionRequest:
+    """The machines' ``number``-th permission request (ids ``permission-<n>``)."""
+    return {
+        "id": f"permission-{number}",
+        "toolName": tool,
+        "input": {"ask": number},
+        "toolUseId": f"toolu-{number}",
+        "canAlwaysAllow": can_always_allow,
+    }

@@ -60,7 +60,14 @@ from beebox_spec.permissions import (
     PermissionWithdrawn,
 )
 from beebox_spec.sdk_messages import adapt_sdk_message
-from tests.stateful.harness import HeldRun, HoldingEngine, MessageKind, call_and_settle, raw_message
+from tests.stateful.harness import (
+    HeldRun,
+    HoldingEngine,
+    MessageKind,
+    call_and_settle,
+    numbered_request,
+    raw_message,
+)
 
 __all__ = ["PoolMachine", "SpecPool"]
 
@@ -565,14 +572,8 @@ class PoolMachine(RuleBasedStateMachine):
         """An open run asks before a tool runs, and waits (a parked run is denied at once)."""
         runs = self.open_runs()
         index = runs[which % len(runs)]
-        request_id = f"permission-{len(self.asked)}"
-        request: PermissionRequest = {
-            "id": request_id,
-            "toolName": tool,
-            "input": {"ask": len(self.asked)},
-            "toolUseId": f"toolu-{len(self.asked)}",
-            "canAlwaysAllow": True,
-        }
+        request = numbered_request(len(self.asked), tool, can_always_allow=True)
+        request_id = request["id"]
         self.asked[request_id] = index
         # The ask waits on the portal's loop until it ends; the machine goes on.
         self.asks_waiting.append(
