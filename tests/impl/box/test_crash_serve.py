@@ -54,7 +54,7 @@ STALLED_SERVE = (
     "import beebox_impl.cli_box as cli_box\n"
     "from beebox_impl.cli import main\n"
     "from beebox_impl.engine.scripted import ScriptedEngine\n"
-    "cli_box._engine = lambda name: ScriptedEngine(start_mode='wait')\n"
+    "cli_box._engine = lambda name, permissions: ScriptedEngine(start_mode='wait')\n"
     "sys.exit(main(sys.argv[1:]))\n",
     "serve",
 )
