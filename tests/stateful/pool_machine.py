@@ -571,7 +571,34 @@ class PoolMachine(RuleBasedStateMachine):
     def run_asks(self, which: int, tool: str) -> None:
         """An open run asks before a tool runs, and waits (a parked run is denied at once)."""
         runs = self.open_runs()
-        index = runs[which % len(runs)]
+        self.ask_on(runs[which % len(runs)], tool)
+
+    def active_run_index(self) -> int | None:
+        """The engine index of the active session's open run, if it has one."""
+        active = self.model.active
+        run = None if active is None else lifecycle_run(active.state.lifecycle)
+        return None if active is None or run is None else active.run_index.get(run)
+
+    @precondition(lambda self: self.active_run_index() is not None and self.model.waiting is None)
+    @rule(then=st.sampled_from(["evict", "another thread", "an hour"]), thread_ref=THREADS)
+    def active_run_asks_then_the_pool_lets_go(self, then: str, thread_ref: str) -> None:
+        """The common way a pending request meets a park or a stop, in one rule: the
+        active run asks, then its thread is evicted, or a message for another thread
+        waits for it and an hour passes."""
+        index = self.active_run_index()
+        assert index is not None
+        active = self.model.active
+        assert active is not None
+        self.ask_on(index, "Bash")
+        if then == "evict":
+            self.evict(active.ref)
+            return
+        others = [ref for ref in ("t1", "t2", "t3") if ref != active.ref]
+        self.send(thread_ref if thread_ref != active.ref else others[0], "more")
+        if then == "an hour":
+            self.time_passes(61)
+
+    def ask_on(self, index: int, tool: str) -> None:
         request = numbered_request(len(self.asked), tool, can_always_allow=True)
         request_id = request["id"]
         self.asked[request_id] = index
