@@ -8,10 +8,11 @@ reference grammar), §1.5 (finding the line again, as departed from by `DESIGN.m
 `parse_json_text`, the one reading of JSON text every module shares.
 
 A photo attached in chat lives only inside its transcript line, as base64. The
-history read strips those payloads textually (it never parses a line bigger than
-`MAX_SESSION_LINE_BYTES`, `beebox_spec.transcript`), and a stripped image comes
-back as a *reference* instead of a placeholder, so the client can fetch that one
-photo later, lazily. The rules, in reading order:
+history read strips those payloads textually — from a line bigger than
+`MAX_SESSION_LINE_BYTES`, which it never parses whole, or, in the `refs` photo
+mode, from every line (`beebox_spec.transcript`, rule 2) — and a stripped image
+comes back as a *reference* instead of a placeholder, so the client can fetch that
+one photo later, lazily. The rules, in reading order:
 
 1. **The strip rule** (§1.1). `BASE64_PAYLOAD_RE` is the original's pattern,
    ``"(data|base64)":"([0-9+/=A-Za-z]{1024,})"``. `strip_inline_media` replaces the

@@ -17,12 +17,32 @@ The history read, top to bottom:
    line lookup never did). A final `"\\n"` ends the last line and adds no empty
    line after it; an empty file has no lines. Every line counts for the 1-based
    line number, blank or not.
-2. **The guard** (`read_transcript_lines`, §1.2). A line of at most
-   `MAX_SESSION_LINE_BYTES` UTF-8 bytes is `parseable` as it stands — lines under
-   the bound keep their images, never stripped. A longer line is stripped
-   (`beebox_spec.media.strip_inline_media`); if something was stripped and the
-   result fits, it is `parseable` with `mediaStripped`; otherwise (nothing to
-   strip, or still too long) it is `oversize` and is never parsed.
+2. **The guard** (`read_transcript_lines`, §1.2), in one of two photo modes
+   (`PhotoMode`), one table (`STRIPS_EVERY_LINE`):
+
+   | mode       | which lines are stripped                            |
+   |------------|-----------------------------------------------------|
+   | `original` | only those over `MAX_SESSION_LINE_BYTES` UTF-8 bytes |
+   | `refs`     | every line                                          |
+
+   A line the mode does not strip, of at most `MAX_SESSION_LINE_BYTES` UTF-8 bytes,
+   is `parseable` as it stands, its images kept. A line the mode strips
+   (`beebox_spec.media.strip_inline_media`) is `parseable` with `mediaStripped`
+   when something was stripped and the result fits. Otherwise — a line over the
+   bound with nothing to strip, or still too long without its payloads — it is
+   `oversize` and is never parsed. (In `refs` a line nothing was stripped from
+   is read as in `original`: as it stands if it fits, `oversize` if not.)
+   **(ours, departure)** `original` is §1.2's rule, and every vector without a
+   mode is read in it. `refs` is ours, the box's default: the original stripped a
+   photo only when its line was over 256 KiB, so a small photo (a 6.5 KB
+   screenshot) travelled inline as base64 in every history read, had no
+   reference to fetch it by, and a client had to handle three shapes of image.
+   In `refs`, rule 4 mints a reference for every image payload of at least 1,024
+   base64 characters, whatever its line's length, and a history carries no photo
+   bytes but those of an image under 1,024 characters (768 bytes decoded), which
+   the strip rule does not take and which stays inline. The strip and the way
+   back are unchanged, so minting and extraction remain one enumeration in both
+   modes.
 3. **Stubs** (`oversize_entry`, §1.1). An oversize line becomes a placeholder
    entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
    shows a record the parse would drop too (not a user or assistant turn, `isMeta`,
@@ -144,10 +164,13 @@ from beebox_spec.reconcile import user_identity
 
 __all__ = [
     "MAX_SESSION_LINE_BYTES",
+    "PHOTO_MODES",
     "SNIFF_CHARS",
+    "STRIPS_EVERY_LINE",
     "InvalidHistorySlice",
     "OversizeLine",
     "ParseableLine",
+    "PhotoMode",
     "ToolResult",
     "TranscriptLine",
     "attach_tool_result",
@@ -219,18 +242,44 @@ class OversizeLine(TypedDict):
 
 TranscriptLine: TypeAlias = ParseableLine | OversizeLine
 
+# Which photos the history read takes out of its lines (rule 2).
+PhotoMode: TypeAlias = Literal["original", "refs"]
+
+# Every photo mode, `original` first (§1.2's rule, the reader's default).
+PHOTO_MODES: Final[tuple[PhotoMode, ...]] = ("original", "refs")
+
+# Rule 2's table: whether a mode strips a line of any length, or only one over the bound.
+STRIPS_EVERY_LINE: Final[dict[PhotoMode, bool]] = {"original": False, "refs": True}
+
 
 def is_oversize_line(line: str) -> bool:
     """More than `MAX_SESSION_LINE_BYTES` UTF-8 bytes (the bound itself is fine)."""
     return utf8_length(line) > MAX_SESSION_LINE_BYTES
 
 
-def read_transcript_lines(lines: Sequence[str]) -> list[TranscriptLine]:
-    """Every line, classified against the byte bound, numbered from 1."""
+def read_transcript_lines(
+    lines: Sequence[str], *, photos: PhotoMode = "original"
+) -> list[TranscriptLine]:
+    """Every line, classified against the byte bound in photo mode `photos`, from 1."""
     classified: list[TranscriptLine] = []
     for line_number, line in enumerate(lines, start=1):
-        # Within the bound: parsed as written, images and all.
-        if not is_oversize_line(line):
+        stripped = (
+            strip_inline_media(line)
+            if STRIPS_EVERY_LINE[photos] or is_oversize_line(line)
+            else None
+        )
+        # Something was stripped and the rest fits: parsed without its payloads.
+        if stripped is not None and not is_oversize_line(stripped):
+            classified.append(
+                {
+                    "kind": "parseable",
+                    "lineNumber": line_number,
+                    "text": stripped,
+                    "mediaStripped": True,
+                }
+            )
+        # Nothing stripped, and within the bound: parsed as written, images and all.
+        elif stripped is None and not is_oversize_line(line):
             classified.append(
                 {
                     "kind": "parseable",
@@ -239,20 +288,9 @@ def read_transcript_lines(lines: Sequence[str]) -> list[TranscriptLine]:
                     "mediaStripped": False,
                 }
             )
-            continue
-        stripped = strip_inline_media(line)
         # Nothing to strip, or still too big without its payloads: never parsed.
-        if stripped is None or is_oversize_line(stripped):
+        else:
             classified.append({"kind": "oversize", "lineNumber": line_number, "raw": line})
-            continue
-        classified.append(
-            {
-                "kind": "parseable",
-                "lineNumber": line_number,
-                "text": stripped,
-                "mediaStripped": True,
-            }
-        )
     return classified
 
 
@@ -388,13 +426,15 @@ def _sniff_string(head: str, pattern: re.Pattern[str]) -> str:
 _SYNTHETIC_MODEL: Final = "<synthetic>"
 
 
-def entries_from_lines(session_id: str, lines: Sequence[str]) -> list[SessionEntry]:
-    """The history read: every entry of the transcript, in file order."""
+def entries_from_lines(
+    session_id: str, lines: Sequence[str], *, photos: PhotoMode = "original"
+) -> list[SessionEntry]:
+    """The history read in photo mode `photos`: every entry, in file order."""
     entries: list[SessionEntry] = []
     # Rule 5: the calls not yet answered, by id (the latest block with the id
     # shadows an earlier one, answered or not).
     unanswered: dict[str, SessionContentBlock] = {}
-    for line in read_transcript_lines(lines):
+    for line in read_transcript_lines(lines, photos=photos):
         if line["kind"] == "oversize":
             stub = oversize_entry(line["raw"], line["lineNumber"])
             # The sniff recognised a record the parse would have dropped.

@@ -174,7 +174,12 @@ def _read_indexed_line(
             utf8_bytes=stripped.utf8_bytes,
         )
     return read_line_record_at(
-        file, offset=offset, length=length, line_number=line_index + 1, block_size=cache.block_size
+        file,
+        offset=offset,
+        length=length,
+        line_number=line_index + 1,
+        block_size=cache.block_size,
+        photos=index.photos,
     )
 
 

@@ -77,6 +77,7 @@ from beebox_spec.entries import JsonObject, SessionContentBlock, SessionEntry
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
 from beebox_spec.transcript import (
+    PhotoMode,
     attach_tool_result,
     entry_from_record,
     oversize_entry_from_head,
@@ -405,6 +406,8 @@ class TranscriptIndex:
     committed_unparsable: int
     fingerprint: bytes
     scanned_from: int
+    # The photo mode its lines were classified in (`beebox_spec.transcript`, rule 2).
+    photos: PhotoMode = "original"
     # The answered calls of the complete lines, and the calls still open there.
     result_links: ToolResultLinks = field(default_factory=ToolResultLinks)
     open_calls: dict[str, int] = field(default_factory=dict)
@@ -555,7 +558,7 @@ class _IndexBuilder:
         return answered
 
     def build(
-        self, identity: FileIdentity, fingerprint: bytes, scanned_from: int
+        self, identity: FileIdentity, fingerprint: bytes, scanned_from: int, photos: PhotoMode
     ) -> TranscriptIndex:
         return TranscriptIndex(
             identity=identity,
@@ -573,6 +576,7 @@ class _IndexBuilder:
             committed_unparsable=self.committed_unparsable,
             fingerprint=fingerprint,
             scanned_from=scanned_from,
+            photos=photos,
             result_links=self.result_links.with_links(self.new_links[: self.committed_new_links]),
             open_calls=(
                 self.open_calls if self.committed_open_calls is None else self.committed_open_calls
@@ -610,19 +614,29 @@ def build_index(
     session_id: str | None = None,
     sink: EntrySink | None = None,
     block_size: int = DEFAULT_BLOCK_BYTES,
+    photos: PhotoMode = "original",
 ) -> TranscriptIndex:
-    """Index `file` up to `identity.size`, extending `base`'s complete lines if given.
+    """Index `file` up to `identity.size`, extending `base`'s complete lines if given,
+    its lines classified in photo mode `photos` (`base`'s, when extending).
 
     Every entry the pass meets is handed to `sink` with its position in the
     history (read with `session_id`), so a caller can keep the ones it wants.
     """
+    # An index is read in one mode throughout: an extension is its base's.
+    if base is not None and base.photos != photos:
+        raise ValueError(f"extending an index read in {base.photos!r} in {photos!r}")
     builder = _IndexBuilder(base)
     start, first_line = builder.committed_end, builder.committed_lines + 1
     for record in scan_line_records(
-        file, start=start, stop=identity.size, first_line_number=first_line, block_size=block_size
+        file,
+        start=start,
+        stop=identity.size,
+        first_line_number=first_line,
+        block_size=block_size,
+        photos=photos,
     ):
         builder.add(record, session_id, sink)
-    index = builder.build(identity, _fingerprint(file, builder.committed_end), start)
+    index = builder.build(identity, _fingerprint(file, builder.committed_end), start, photos)
     _log.debug(
         "indexed %s: %d lines (%d read from byte %d), %d entries, %d unparsable lines skipped",
         path,
@@ -665,6 +679,7 @@ class TranscriptIndexCache:
         block_size: int = DEFAULT_BLOCK_BYTES,
         shelf: IndexShelf | None = None,
         shelve_every_bytes: int = DEFAULT_SHELVE_EVERY_BYTES,
+        photos: PhotoMode = "original",
     ) -> None:
         # A cache that cannot hold one index would rebuild on every read.
         if capacity < 1:
@@ -674,6 +689,7 @@ class TranscriptIndexCache:
             raise ValueError(f"block_size must be at least 1, got {block_size}")
         self.capacity = capacity
         self.block_size = block_size
+        self.photos = photos
         self.shelf = shelf
         self.shelve_every_bytes = shelve_every_bytes
         # Per path, where the shelved copy's complete lines end (guarded by the lock).
@@ -729,6 +745,9 @@ class TranscriptIndexCache:
                 self._indexes.move_to_end(key)
         if cached is None and not rebuild and self.shelf is not None:
             cached = self.shelf.load(path)
+            # Shelved by a box reading photos in the other mode: of no use here.
+            if cached is not None and cached.photos != self.photos:
+                cached = None
             if cached is not None:
                 with self._lock:
                     self._shelved_ends[key] = cached.committed_end
@@ -754,6 +773,7 @@ class TranscriptIndexCache:
             session_id=session_id,
             sink=sink,
             block_size=self.block_size,
+            photos=self.photos,
         )
         self._store(key, index)
         if self.shelf is not None:

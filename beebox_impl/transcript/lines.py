@@ -1,7 +1,7 @@
 """The one guarded reader of a transcript: its lines, classified, in bounded memory.
 
-Proven equal (`tests/impl/transcript/test_equivalence.py`) to
-`beebox_spec.transcript.read_transcript_lines(split_transcript_lines(file bytes))`:
+Proven equal (`tests/impl/transcript/test_equivalence.py`), in either photo mode, to
+`beebox_spec.transcript.read_transcript_lines(split_transcript_lines(file bytes), photos=…)`:
 the same lines, numbered the same, each `parseable` (as written, or stripped of
 its payloads) or `oversize`, with the same text; an oversize line's stub is
 `beebox_spec.transcript.oversize_entry_from_head` of the head and size kept here.
@@ -15,7 +15,8 @@ What differs from the spec is only how the bytes are held:
   has none; one `"\\r"` before a line's end is dropped, a final unterminated line
   included.
 - **Short lines** (at most `LONG_LINE_BYTES` bytes) are held and classified with
-  the spec's own measures (`utf8_length`, `is_oversize_line`) on the decoded text.
+  the spec's own measures (`utf8_length`, `is_oversize_line`) on the decoded text;
+  one the mode strips is scanned once, which also gives its payloads' spans.
 - **Long lines** are never held. They are fed in blocks to a `PayloadScanner`
   (which keeps the stripped line only while it could still fit
   `MAX_SESSION_LINE_BYTES`), an incremental UTF-8 decoder that counts the decoded
@@ -41,10 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
-from beebox_impl.transcript.strip import PayloadScanner, find_quoted, strip_inline_media_bytes
+from beebox_impl.transcript.strip import PayloadScanner, find_quoted, scan_inline_media_chunks
 from beebox_spec.javascript import utf8_length, utf16_prefix
 from beebox_spec.media import STRIPPED_MEDIA_MARKER
-from beebox_spec.transcript import MAX_SESSION_LINE_BYTES, SNIFF_CHARS, is_oversize_line
+from beebox_spec.transcript import (
+    MAX_SESSION_LINE_BYTES,
+    SNIFF_CHARS,
+    STRIPS_EVERY_LINE,
+    PhotoMode,
+    is_oversize_line,
+)
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES",
@@ -105,7 +112,7 @@ class LineRecord:
     `uuid_values`, for oversize lines and long ones (those the index may have to
     look into again), are the ids X for which ``"uuid":"X"`` occurs in the line, or
     None when there were too many; for other lines it is None (their text is here).
-    `payload_spans` are where a long stripped line's payloads were, from the line's
+    `payload_spans` are where a stripped line's payloads were, from the line's
     start: with them `read_stripped_line_at` reads such a line again without its
     payloads (None for every other line).
     """
@@ -238,26 +245,41 @@ def _decoded_utf8_length(content: bytes, text: str) -> int:
 
 
 def classify_line(
-    content: bytes, *, line_number: int, offset: int, end: int, terminated: bool
+    content: bytes,
+    *,
+    line_number: int,
+    offset: int,
+    end: int,
+    terminated: bool,
+    photos: PhotoMode = "original",
 ) -> LineRecord:
     """The guard on a line held in memory (`read_transcript_lines` for one line)."""
     text = content.decode("utf-8", "replace")
     utf8_bytes = _decoded_utf8_length(content, text)
-    # Within the bound: parsed as written, images and all.
-    if utf8_bytes <= MAX_SESSION_LINE_BYTES:
+    fits = utf8_bytes <= MAX_SESSION_LINE_BYTES
+    # Within the bound, in a mode that leaves such lines be: parsed as written.
+    if fits and not STRIPS_EVERY_LINE[photos]:
         return LineRecord(
             line_number, offset, len(content), end, terminated,
             "parseable", False, text, None, utf8_bytes, None, None,
         )  # fmt: skip
-    stripped = strip_inline_media_bytes(content)
-    if stripped is not None:
-        stripped_text = stripped.decode("utf-8", "replace")
-        # Something was stripped and the rest fits: parsed without its payloads.
+    scanned = scan_inline_media_chunks((content,))
+    if scanned.payloads:
+        assert scanned.output is not None, "an unlimited scan keeps its output"
+        stripped_text = scanned.output.decode("utf-8", "replace")
+        # Something was stripped and the rest fits: parsed without its payloads,
+        # whose spans let a later read skip them.
         if not is_oversize_line(stripped_text):
             return LineRecord(
                 line_number, offset, len(content), end, terminated,
-                "parseable", True, stripped_text, None, utf8_bytes, None, None,
+                "parseable", True, stripped_text, None, utf8_bytes, None, scanned.payloads,
             )  # fmt: skip
+    # Nothing stripped, and within the bound: parsed as written.
+    elif fits:
+        return LineRecord(
+            line_number, offset, len(content), end, terminated,
+            "parseable", False, text, None, utf8_bytes, None, None,
+        )  # fmt: skip
     # Nothing to strip, or still too big: never parsed, only sniffed.
     return LineRecord(
         line_number, offset, len(content), end, terminated,
@@ -322,8 +344,10 @@ def scan_line_records(
     stop: int | None = None,
     first_line_number: int = 1,
     block_size: int = DEFAULT_BLOCK_BYTES,
+    photos: PhotoMode = "original",
 ) -> Iterator[LineRecord]:
-    """The lines from byte `start` (a line start) up to `stop` (or the end), forward.
+    """The lines from byte `start` (a line start) up to `stop` (or the end), forward,
+    classified in photo mode `photos`.
 
     Reads `block_size` bytes at a time from `file` (an unbuffered binary file it
     may seek). Lines are numbered from `first_line_number`. Between two records the
@@ -371,6 +395,7 @@ def scan_line_records(
                 offset=line_start,
                 end=line_end + 1,
                 terminated=True,
+                photos=photos,
             )
             line_start = line_end + 1
             line_number += 1
@@ -388,6 +413,7 @@ def scan_line_records(
             offset=line_start,
             end=position,
             terminated=False,
+            photos=photos,
         )
 
 
@@ -414,6 +440,7 @@ def _finish_line(
     offset: int,
     end: int,
     terminated: bool,
+    photos: PhotoMode,
 ) -> LineRecord:
     if long_line is not None:
         return long_line.finish(
@@ -424,7 +451,12 @@ def _finish_line(
     if content.endswith(b"\r"):
         content = content[:-1]
     return classify_line(
-        content, line_number=line_number, offset=offset, end=end, terminated=terminated
+        content,
+        line_number=line_number,
+        offset=offset,
+        end=end,
+        terminated=terminated,
+        photos=photos,
     )
 
 
@@ -454,14 +486,17 @@ def open_transcript(path: Path) -> BinaryIO | None:
     return os.fdopen(descriptor, "rb", buffering=0)
 
 
-def read_line_records(path: Path, *, block_size: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineRecord]:
-    """Every line of the transcript at `path`, classified, forward, in bounded memory.
+def read_line_records(
+    path: Path, *, block_size: int = DEFAULT_BLOCK_BYTES, photos: PhotoMode = "original"
+) -> Iterator[LineRecord]:
+    """Every line of the transcript at `path`, classified in photo mode `photos`,
+    forward, in bounded memory.
 
     A missing or unreadable file raises its `OSError` (§1.2: not "empty"); closing
     the iterator early closes the file.
     """
     with path.open("rb", buffering=0) as file:
-        yield from scan_line_records(file, block_size=block_size)
+        yield from scan_line_records(file, block_size=block_size, photos=photos)
 
 
 def read_line_record_at(
@@ -471,8 +506,10 @@ def read_line_record_at(
     length: int,
     line_number: int,
     block_size: int = DEFAULT_BLOCK_BYTES,
+    photos: PhotoMode = "original",
 ) -> LineRecord:
-    """The line at `offset` (of `length` bytes), read again alone and classified.
+    """The line at `offset` (of `length` bytes), read again alone and classified in
+    photo mode `photos`.
 
     Read alone, a line does not know its terminator: its `end` is where its bytes
     stop and it reads as `terminated`. Raises `TranscriptChanged` when the file
@@ -485,7 +522,12 @@ def read_line_record_at(
         if len(content) != length:
             raise TranscriptChanged(f"line {line_number} at byte {offset} is cut short")
         return classify_line(
-            content, line_number=line_number, offset=offset, end=offset + length, terminated=True
+            content,
+            line_number=line_number,
+            offset=offset,
+            end=offset + length,
+            terminated=True,
+            photos=photos,
         )
     long_line = _LongLine()
     for chunk in read_chunks(file, offset, length, block_size):

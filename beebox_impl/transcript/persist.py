@@ -55,6 +55,7 @@ from beebox_impl.transcript.index import (
     ToolResultLinks,
     TranscriptIndex,
 )
+from beebox_spec.transcript import PHOTO_MODES
 
 __all__ = ["RULES_VERSION", "IndexShelf"]
 
@@ -63,7 +64,8 @@ _log = logging.getLogger(__name__)
 _MAGIC: Final = b"BBXIDX\x03"
 # Bump when what a line contributes to an index changes (entry rules, uuid keys).
 # 2: tool results ride on their calls (the spec's transcript rule 5).
-RULES_VERSION: Final = 2
+# 3: an index records the photo mode its lines were read in (rule 2).
+RULES_VERSION: Final = 3
 _LINE_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
 # And the stripped lines' four, and the tool result links' three.
 _ARRAY_COUNT: Final = len(_LINE_ARRAYS) + 4 + 3
@@ -177,6 +179,7 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
     arrays = _arrays(index)
     header = {
         "rules": RULES_VERSION,
+        "photos": index.photos,
         "identity": [
             index.identity.path,
             index.identity.device,
@@ -239,6 +242,9 @@ def _decode(stored: bytes) -> TranscriptIndex:
         at += header_length
         if header["rules"] != RULES_VERSION:
             raise _Malformed(f"rules version {header['rules']}, not {RULES_VERSION}")
+        photos = header["photos"]
+        if photos not in PHOTO_MODES:
+            raise _Malformed(f"photo mode {photos!r}")
         path_text, device, inode, size, mtime_ns = header["identity"]
         identity = FileIdentity(str(path_text), device, inode, size, mtime_ns)
         counts = [int(count) for count in header["arrays"]]
@@ -321,6 +327,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
         committed_unparsable=committed_unparsable,
         fingerprint=fingerprint,
         scanned_from=scanned_from,
+        photos=photos,
         result_links=result_links,
         open_calls=open_calls,
         tail_result_links=tail_result_links,

@@ -56,6 +56,7 @@ __all__ = [
     "PayloadScanner",
     "ScannedLine",
     "find_quoted",
+    "scan_inline_media_chunks",
     "strip_inline_media_bytes",
     "strip_inline_media_chunks",
 ]
@@ -291,12 +292,18 @@ class PayloadScanner:
         self._keep(self._replacement(len(self._payloads) - 1))
 
 
-def strip_inline_media_chunks(chunks: Iterable[bytes]) -> bytes | None:
-    """The strip of a line given as consecutive chunks, or None if it has no payload."""
+def scan_inline_media_chunks(chunks: Iterable[bytes]) -> ScannedLine:
+    """Where the payloads of a line given as consecutive chunks are, and the line
+    with each replaced by the marker (kept whole: no limit)."""
     scanner = PayloadScanner()
     for chunk in chunks:
         scanner.feed(chunk)
-    scanned = scanner.finish()
+    return scanner.finish()
+
+
+def strip_inline_media_chunks(chunks: Iterable[bytes]) -> bytes | None:
+    """The strip of a line given as consecutive chunks, or None if it has no payload."""
+    scanned = scan_inline_media_chunks(chunks)
     # No payload anywhere: there is nothing to strip, which callers must be told.
     if not scanned.payloads:
         return None

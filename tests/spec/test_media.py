@@ -39,6 +39,8 @@ from beebox_spec.media import (
     transform_content,
 )
 from beebox_spec.transcript import (
+    PHOTO_MODES,
+    PhotoMode,
     entries_from_lines,
     read_transcript_lines,
     split_transcript_lines,
@@ -631,8 +633,61 @@ def was_payload(block: JsonObject) -> bool:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts())
-def test_every_minted_reference_follows_back_to_its_image(
+def test_refs_differs_from_original_only_by_stripping_lines_within_the_bound(
     drawn: tuple[str, JsonObject, list[str]],
+) -> None:
+    _, _, written = drawn
+    file_lines = split_transcript_lines("\n".join(written) + "\n")
+    original = read_transcript_lines(file_lines, photos="original")
+    refs = read_transcript_lines(file_lines, photos="refs")
+    for line, as_original, as_refs in zip(file_lines, original, refs, strict=True):
+        stripped = strip_inline_media(line)
+        if as_original["kind"] == "parseable" and not as_original["mediaStripped"] and stripped:
+            # A line within the bound holding a payload: `refs` takes it out.
+            assert as_refs == {**as_original, "text": stripped, "mediaStripped": True}
+        else:
+            assert as_refs == as_original
+
+
+def test_refs_gives_a_small_photo_a_reference_and_leaves_a_tiny_one_inline() -> None:
+    small, tiny = "iVBO" * 1700, "iVBO" * 20  # a 6.8 KB photo; 80 characters
+    record = {
+        "type": "user",
+        "uuid": "u-1",
+        "timestamp": "2026-03-01T10:00:00.000Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": small}},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": tiny}},
+                {"type": "text", "text": "look"},
+            ],
+        },
+    }  # fmt: skip
+    lines = [compact(record)]
+    (as_original,) = entries_from_lines(SESSION, lines)
+    (as_refs,) = entries_from_lines(SESSION, lines, photos="refs")
+    assert [block.get("dataBase64") for block in as_original["content"][:2]] == [small, tiny]
+    assert as_refs["content"] == [
+        {"type": "image", "imageRef": f"{SESSION}/u-1/0", "mediaType": "image/png"},
+        {"type": "image", "mediaType": "image/png", "dataBase64": tiny},
+        {"type": "text", "text": "look"},
+    ]
+    # The reference follows back to the photo, as any minted in `original` does.
+    assert extract_media(lines[0], 0) == {
+        "ok": True,
+        "mediaType": "image/png",
+        "data": base64.b64decode(small),
+    }
+
+
+@pytest.mark.parametrize("photos", PHOTO_MODES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts())
+def test_every_minted_reference_follows_back_to_its_image(
+    photos: PhotoMode, drawn: tuple[str, JsonObject, list[str]]
 ) -> None:
     uuid, record, written = drawn
     message = record["message"]
@@ -645,13 +700,16 @@ def test_every_minted_reference_follows_back_to_its_image(
     assume(all(image_data(block) != MARKER for block in originals))
 
     file_lines = split_transcript_lines("\n".join(written) + "\n")
-    classified = read_transcript_lines(file_lines)[-1]
-    entries = entries_from_lines(SESSION, file_lines)
+    classified = read_transcript_lines(file_lines, photos=photos)[-1]
+    entries = entries_from_lines(SESSION, file_lines, photos=photos)
     ours = [entry for entry in entries if entry["uuid"] == uuid]
     minted = [block for entry in ours for block in entry["content"] if "imageRef" in block]
 
     # Only a line the guard stripped can carry references.
     stripped = classified["kind"] == "parseable" and classified["mediaStripped"]
+    # In `refs` a parsed line keeps no payload: a line of any length is stripped.
+    if photos == "refs" and classified["kind"] == "parseable":
+        assert stripped == (strip_inline_media(file_lines[-1]) is not None)
     if not stripped or not uuid:
         assert minted == []
         return

@@ -48,7 +48,9 @@ from beebox_spec.media import (
 )
 from beebox_spec.transcript import (
     MAX_SESSION_LINE_BYTES,
+    PHOTO_MODES,
     SNIFF_CHARS,
+    PhotoMode,
     entries_from_lines,
     history_page,
     history_tail,
@@ -64,6 +66,7 @@ from tests.impl.transcript.strategies import (
 )
 
 BLOCK_SIZES = st.sampled_from([509, 4096, 65_536, 256 * 1024])
+PHOTOS = st.sampled_from(PHOTO_MODES)
 SLOW = settings(
     max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
@@ -78,16 +81,18 @@ def written(data: bytes) -> Iterator[Path]:
 
 
 @SLOW
-@given(transcripts(), BLOCK_SIZES)
-def test_lines_are_classified_as_the_spec_does(made: GeneratedTranscript, block_size: int) -> None:
-    assert_classified_as_spec(made.data, block_size)
+@given(transcripts(), BLOCK_SIZES, PHOTOS)
+def test_lines_are_classified_as_the_spec_does(
+    made: GeneratedTranscript, block_size: int, photos: PhotoMode
+) -> None:
+    assert_classified_as_spec(made.data, block_size, photos)
 
 
-def assert_classified_as_spec(data: bytes, block_size: int) -> None:
+def assert_classified_as_spec(data: bytes, block_size: int, photos: PhotoMode = "original") -> None:
     file_lines = split_transcript_lines(data)
-    expected = read_transcript_lines(file_lines)
+    expected = read_transcript_lines(file_lines, photos=photos)
     with written(data) as path:
-        records = list(read_line_records(path, block_size=block_size))
+        records = list(read_line_records(path, block_size=block_size, photos=photos))
         assert len(records) == len(expected)
         with path.open("rb", buffering=0) as file:
             for record, line, raw in zip(records, expected, file_lines, strict=True):
@@ -110,6 +115,7 @@ def assert_classified_as_spec(data: bytes, block_size: int) -> None:
                     length=record.length,
                     line_number=record.line_number,
                     block_size=block_size,
+                    photos=photos,
                 )
                 assert (again.kind, again.text, again.head, again.utf8_bytes) == (
                     record.kind,
@@ -160,17 +166,20 @@ def read_line_records_of(data: bytes, block_size: int) -> list[LineRecord]:
 @given(
     transcripts(),
     BLOCK_SIZES,
-    st.integers(1, 8),
-    st.integers(0, 10),
-    st.integers(1, 8),
+    st.tuples(st.integers(1, 8), st.integers(0, 10), st.integers(1, 8)),
+    PHOTOS,
 )
 def test_history_slices_are_the_specs(
-    made: GeneratedTranscript, block_size: int, tail: int, offset: int, limit: int
+    made: GeneratedTranscript,
+    block_size: int,
+    slices: tuple[int, int, int],
+    photos: PhotoMode,
 ) -> None:
+    tail, offset, limit = slices
     session = made.session_id
-    entries = entries_from_lines(session, split_transcript_lines(made.data))
+    entries = entries_from_lines(session, split_transcript_lines(made.data), photos=photos)
     with written(made.data) as path:
-        cache = TranscriptIndexCache(block_size=block_size)
+        cache = TranscriptIndexCache(block_size=block_size, photos=photos)
         # Cold: the index is built by this read.
         whole = read_history(path, session, PageSlice(0, MAX_SESSION_ENTRIES), cache=cache)
         assert whole == history_page(session, entries, 0, MAX_SESSION_ENTRIES)
@@ -184,14 +193,16 @@ def test_history_slices_are_the_specs(
         )
         # Cold slices, each from its own pass.
         for window in (TailSlice(tail), page):
-            fresh = TranscriptIndexCache(block_size=block_size)
+            fresh = TranscriptIndexCache(block_size=block_size, photos=photos)
             assert read_history(path, session, window, cache=fresh) == read_history(
                 path, session, window, cache=cache
             )
         # The index does not depend on the session it was read for.
         other = "other-session"
         assert read_history(path, other, TailSlice(tail), cache=cache) == history_tail(
-            other, entries_from_lines(other, split_transcript_lines(made.data)), tail
+            other,
+            entries_from_lines(other, split_transcript_lines(made.data), photos=photos),
+            tail,
         )
 
 
@@ -206,13 +217,16 @@ def uuids_named_in(data: bytes) -> set[str]:
 
 
 @SLOW
-@given(transcripts(), BLOCK_SIZES)
-def test_line_lookups_are_the_specs(made: GeneratedTranscript, block_size: int) -> None:
+@given(transcripts(), BLOCK_SIZES, PHOTOS)
+def test_line_lookups_are_the_specs(
+    made: GeneratedTranscript, block_size: int, photos: PhotoMode
+) -> None:
     # "\r\n" line breaks too: the needle scan must end a line where the reader does.
     for data in (made.data, made.data.replace(b"\n", b"\r\n")):
         file_lines = split_transcript_lines(data)
         with written(data) as path:
-            cache = TranscriptIndexCache(block_size=block_size)
+            # Through the index a history read built, in either photo mode.
+            cache = TranscriptIndexCache(block_size=block_size, photos=photos)
             # Through the index a history read built.
             read_history(path, made.session_id, TailSlice(1), cache=cache)
             for uuid in sorted(uuids_named_in(data) | set(UUIDS) | set(ABSENT_UUIDS)):
@@ -244,14 +258,14 @@ def original_photo(line: str, index: int) -> bytes:
 
 
 @SLOW
-@given(transcripts(), BLOCK_SIZES, st.sampled_from(UUIDS), st.integers(0, 3))
+@given(transcripts(), BLOCK_SIZES, st.sampled_from(UUIDS), st.integers(0, 3), PHOTOS)
 def test_media_is_served_as_the_spec_serves_it(
-    made: GeneratedTranscript, block_size: int, uuid: str, index: int
+    made: GeneratedTranscript, block_size: int, uuid: str, index: int, photos: PhotoMode
 ) -> None:
     file_lines = split_transcript_lines(made.data)
-    entries = entries_from_lines(made.session_id, file_lines)
+    entries = entries_from_lines(made.session_id, file_lines, photos=photos)
     with written(made.data) as path:
-        cache = TranscriptIndexCache(block_size=block_size)
+        cache = TranscriptIndexCache(block_size=block_size, photos=photos)
         read_history(path, made.session_id, TailSlice(1), cache=cache)
         refs = minted_refs(entries)
         asked: MediaRef = {"sessionId": made.session_id, "entryUuid": uuid, "index": index}
@@ -270,7 +284,7 @@ def test_media_is_served_as_the_spec_serves_it(
             lookup = find_line_by_uuid(file_lines, ref["entryUuid"])
             assert lookup["found"]
             line = file_lines[lookup["lineNumber"] - 1]
-            if ref not in minted_refs(entries_from_lines(made.session_id, [line])):
+            if ref not in minted_refs(entries_from_lines(made.session_id, [line], photos=photos)):
                 continue
             served = fetch_media(path, ref, cache=cache)
             assert isinstance(served, MediaFound), ref

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import logging
 import os
 import subprocess
@@ -18,13 +19,21 @@ from hypothesis import strategies as st
 import beebox_impl.transcript.index as index_module
 from beebox_impl.transcript import (
     IndexShelf,
+    PageSlice,
     TailSlice,
     TranscriptIndexCache,
     find_media_line,
     read_history,
 )
 from beebox_impl.transcript.chunked import ChunkedIntArray
-from beebox_impl.transcript.index import StrippedLine, StrippedLines, TranscriptIndex, uuid_key
+from beebox_impl.transcript.index import (
+    FileIdentity,
+    StrippedLine,
+    StrippedLines,
+    TranscriptIndex,
+    build_index,
+    uuid_key,
+)
 from tests.impl.transcript.strategies import GeneratedTranscript, transcripts
 from tests.impl.transcript.test_index import (
     SESSION,
@@ -186,6 +195,44 @@ def test_a_shelf_of_another_rules_version_is_ignored(
     counter = BuildCounter(monkeypatch)
     read_history(path, SESSION, TailSlice(3), cache=TranscriptIndexCache(shelf=shelf))
     assert counter.starts == [0]
+
+
+def test_a_shelf_read_in_the_other_photo_mode_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # write_chat's photo line is short: kept inline in `original`, a reference in `refs`.
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    shelf = IndexShelf(tmp_path / "shelf")
+    window = PageSlice(0, 30)
+    inline = read_history(path, SESSION, window, cache=TranscriptIndexCache(shelf=shelf))
+    counter = BuildCounter(monkeypatch)
+    as_refs = read_history(
+        path, SESSION, window, cache=TranscriptIndexCache(shelf=shelf, photos="refs")
+    )
+    # The `original` shelf was passed over: a pass from the top, in `refs`.
+    assert counter.starts == [0]
+    (photo,) = [block for entry in as_refs["entries"] for block in entry["content"]
+                if block["type"] == "image"]  # fmt: skip
+    assert photo == {"type": "image", "imageRef": f"{SESSION}/p-1/0", "mediaType": "image/png"}
+    assert "dataBase64" in json.dumps(inline)
+    # And now the shelf holds the `refs` index, read without a pass.
+    again = read_history(
+        path, SESSION, window, cache=TranscriptIndexCache(shelf=shelf, photos="refs")
+    )
+    assert again == as_refs
+    assert counter.starts == [0]
+
+
+def test_an_index_is_extended_only_in_its_own_photo_mode(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    write_chat(path)
+    with path.open("rb", buffering=0) as file:
+        identity = FileIdentity.of_open_file(path, file)
+        assert identity is not None
+        base = build_index(path, file, identity, photos="original")
+        with pytest.raises(ValueError, match="'original' in 'refs'"):
+            build_index(path, file, identity, base=base, photos="refs")
 
 
 def test_an_unwritable_shelf_is_logged_and_the_read_answers(
