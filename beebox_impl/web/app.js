@@ -40,7 +40,7 @@ const STORAGE_KEY = "beebox.pending.v1";
 // Retry delays for a send that did not reach the box: doubling, at most 30 s apart.
 const FIRST_SEND_RETRY_MS = 1000;
 const LONGEST_SEND_RETRY_MS = 30000;
-// Within this many pixels of the bottom, new messages keep the view at the bottom.
+// Within this many pixels of the bottom, the view follows new messages and photos.
 const STICK_TO_BOTTOM_PX = 80;
 // The photo types the box keeps (beebox_spec.media.SERVABLE_MEDIA_TYPES).
 const PHOTO_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -469,6 +469,29 @@ function connectEvents() {
 
 // --- Rendering --------------------------------------------------------------------
 
+// Whether the view follows the newest message: true at the bottom, false once the
+// person scrolls up. Content that grows later (a photo arriving after its history, a
+// card, a narrower window) keeps a pinned view at the bottom.
+let pinned = true;
+
+function nearBottom() {
+  return ui.log.scrollHeight - ui.log.scrollTop - ui.log.clientHeight < STICK_TO_BOTTOM_PX;
+}
+
+function scrollToBottom() {
+  ui.log.scrollTop = ui.log.scrollHeight;
+  pinned = true;
+}
+
+function keepPinned() {
+  // Only the person moves the view away: growth does not fire "scroll", theirs does.
+  ui.log.addEventListener("scroll", () => (pinned = nearBottom()), { passive: true });
+  const grown = new ResizeObserver(() => {
+    if (pinned) scrollToBottom();
+  });
+  for (const node of [ui.log, ui.messages, ui.permissions]) grown.observe(node);
+}
+
 // The nodes already built, by key, so a re-render keeps photos that have loaded.
 const nodeCache = new Map();
 
@@ -502,7 +525,6 @@ function pendingNode(entry) {
 
 function render({ toBottom = false, keepPosition = false } = {}) {
   const log = ui.log;
-  const fromBottom = log.scrollHeight - log.scrollTop - log.clientHeight;
   const distanceFromEnd = log.scrollHeight - log.scrollTop;
 
   const showingChat = state.viewing === null;
@@ -535,8 +557,12 @@ function render({ toBottom = false, keepPosition = false } = {}) {
   ui.empty.hidden = nodes.length > 0 || state.permissions.size > 0;
   ui.loadEarlier.hidden = state.firstIndex === 0;
 
-  if (keepPosition) log.scrollTop = log.scrollHeight - distanceFromEnd;
-  else if (toBottom || cardAdded || fromBottom < STICK_TO_BOTTOM_PX) log.scrollTop = log.scrollHeight;
+  if (keepPosition) {
+    log.scrollTop = log.scrollHeight - distanceFromEnd;
+    pinned = nearBottom();
+  } else if (toBottom || cardAdded || pinned) {
+    scrollToBottom();
+  }
   renderStatus();
   renderControls();
 }
@@ -806,6 +832,7 @@ function wireControls() {
 }
 
 restorePending();
+keepPinned();
 wireComposer();
 wireControls();
 render();

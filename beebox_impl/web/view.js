@@ -27,13 +27,53 @@ function blobUrlFromBase64(mediaType, base64) {
   return URL.createObjectURL(new Blob([bytes], { type: mediaType || "application/octet-stream" }));
 }
 
-function photo(src, alt) {
+// The sizes of the photos this browser has shown, by ref, so a photo shown again takes
+// its place before its bytes come (the history carries no sizes). Newest last.
+const PHOTO_SIZES_KEY = "beebox.photoSizes.v1";
+const PHOTO_SIZES_KEPT = 500;
+
+function readPhotoSizes() {
+  try {
+    return new Map(JSON.parse(localStorage.getItem(PHOTO_SIZES_KEY) ?? "[]"));
+  } catch {
+    return new Map();
+  }
+}
+
+const photoSizes = readPhotoSizes();
+
+function rememberPhotoSize(key, width, height) {
+  const known = photoSizes.get(key);
+  if (known !== undefined && known[0] === width && known[1] === height) return;
+  photoSizes.delete(key);
+  photoSizes.set(key, [width, height]);
+  if (photoSizes.size > PHOTO_SIZES_KEPT) photoSizes.delete(photoSizes.keys().next().value);
+  try {
+    localStorage.setItem(PHOTO_SIZES_KEY, JSON.stringify([...photoSizes]));
+  } catch {
+    // Storage refused: the page keeps the view at the bottom all the same.
+  }
+}
+
+/** Give a photo of known size the box it will have once loaded: the style sheet's fit
+ * (at most its own size, the message's width and 24rem tall), as lengths. */
+function reservePhotoSize(image, [width, height]) {
+  image.style.aspectRatio = `${width} / ${height}`;
+  image.style.width = `min(${width}px, calc(24rem * ${width} / ${height}))`;
+}
+
+function photo(src, alt, sizeKey = null) {
   const image = element("img", "photo");
   // Lazy: scrolling back through an old conversation fetches one photo at a time,
   // and never the ones nobody scrolls to.
   image.loading = "lazy";
   image.decoding = "async";
   image.alt = alt;
+  if (sizeKey !== null) {
+    const known = photoSizes.get(sizeKey);
+    if (known !== undefined) reservePhotoSize(image, known);
+    image.addEventListener("load", () => rememberPhotoSize(sizeKey, image.naturalWidth, image.naturalHeight));
+  }
   image.src = src;
   return image;
 }
@@ -50,7 +90,7 @@ function textBlock(text) {
 }
 
 function imageBlock(block) {
-  if (block.imageRef) return photo(mediaUrl(block.imageRef), "Photo");
+  if (block.imageRef) return photo(mediaUrl(block.imageRef), "Photo", block.imageRef);
   if (block.dataBase64) return photo(blobUrlFromBase64(block.mediaType, block.dataBase64), "Photo");
   if (block.imageUrl) return element("p", "block-missing", `[photo at ${block.imageUrl}]`);
   return element("p", "block-missing", IMAGE_NOT_DISPLAYED);
