@@ -66,6 +66,7 @@ from beebox_impl.transcript.location import InvalidSessionId, project_dir, trans
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
 from beebox_spec.review import (
+    QUIESCENCE,
     RENDERED_ENTRY_SEPARATOR,
     REVIEW_CHAR_THRESHOLD,
     REVIEW_MIN_USER_TURNS,
@@ -86,6 +87,7 @@ __all__ = [
     "discover",
     "mtime_of",
     "prefix_digest",
+    "quiescence_judged_at",
     "span_measure",
 ]
 
@@ -120,6 +122,17 @@ def box_transcript_locator(box_root: Path, projects_root: Path) -> TranscriptLoc
 def mtime_of(status: os.stat_result) -> datetime:
     """A file's modification time as a zone-aware instant."""
     return datetime.fromtimestamp(status.st_mtime_ns / 1e9, UTC)
+
+
+def quiescence_judged_at(now: datetime, *, include_active: bool) -> datetime:
+    """The instant the quiescence gate (`beebox_spec.review.is_quiescent`) is judged at.
+
+    ``now``; with ``include_active`` (``bbx chat review … --now``), `QUIESCENCE`
+    later: the spec's own gate, given that instant, then passes every transcript
+    last written by ``now``, so a session still active is reviewed anyway (one
+    modified in the future, a clock's skew, is still deferred).
+    """
+    return now + QUIESCENCE if include_active else now
 
 
 @dataclass(frozen=True)
@@ -177,7 +190,8 @@ def discover(
     cache: DiscoveryCache,
     keep_resumes: bool = False,
 ) -> Discovery:
-    """Run the gates over every husk of the box (see the module docstring)."""
+    """Run the gates over every husk of the box (see the module docstring), judged at
+    ``now`` (`quiescence_judged_at` is the instant to give for ``--now``)."""
     found = Discovery()
     qualified: list[QualifiedSession] = []
     names: set[str] = set()

@@ -6,7 +6,8 @@ the first `max_sessions` qualified sessions (oldest first; the rest are the
 `overflow`, served on later nights), and for each planned session:
 
 1. re-stats the transcript (gone → `missingTranscripts`; modified within 30
-   minutes → `deferredActive`): discovery ran a while ago;
+   minutes → `deferredActive`, unless the run includes active sessions — ``--now``,
+   `quiescence_judged_at`): discovery ran a while ago;
 2. reads the span again, from the file as it is now (resuming at the boundary
    discovery saw when the file still starts with the same bytes);
 3. counts a bootstrap, and a rewrite (the existing account is kept and passed
@@ -55,6 +56,7 @@ from beebox_impl.review.discovery import (
     discover,
     mtime_of,
     prefix_digest,
+    quiescence_judged_at,
     span_measure,
 )
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, hold_lock_group
@@ -168,8 +170,13 @@ def plan_review(
     state: ReviewState | None = None,
     cache: DiscoveryCache | None = None,
     keep_resumes: bool = False,
+    include_active: bool = False,
 ) -> ReviewPlan:
-    """Discover and cap (what `status` and `run --dry-run` print); no lock, no model call."""
+    """Discover and cap (what `status` and `run --dry-run` print); no lock, no model call.
+
+    ``include_active`` (``--now``): sessions active within the last 30 minutes
+    qualify too (`quiescence_judged_at`).
+    """
     # The cap counts sessions: fewer than one would plan nothing forever.
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -182,7 +189,7 @@ def plan_review(
         box_root,
         state=state,
         origin=origin,
-        now=now,
+        now=quiescence_judged_at(now, include_active=include_active),
         locate=locate,
         cache=cache,
         keep_resumes=keep_resumes,
@@ -203,8 +210,13 @@ def run_chat_review(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     warn: Warn | None = None,
     progress: Progress | None = None,
+    include_active: bool = False,
 ) -> RunSummary:
-    """One review run under the `retro` lock (`LockHeldError` when another holds it)."""
+    """One review run under the `retro` lock (`LockHeldError` when another holds it).
+
+    ``include_active`` (``--now``) reviews sessions active within the last 30
+    minutes too (`plan_review`).
+    """
     say = warn if warn is not None else _log.warning
     with hold_lock_group(box_root, REVIEW_LOCK_GROUP, REVIEW_LOCK_HOLDER):
         store = ReviewStateFile(box_root)
@@ -219,6 +231,7 @@ def run_chat_review(
             state=state,
             cache=cache,
             keep_resumes=True,
+            include_active=include_active,
         )
         skipped = plan.discovery.skipped
         summary = RunSummary(
@@ -230,7 +243,13 @@ def run_chat_review(
             overflow=plan.overflow,
         )
         session_run = _SessionReview(
-            box_root, reviewer=reviewer, clock=clock, warn=say, summary=summary, cache=cache
+            box_root,
+            reviewer=reviewer,
+            clock=clock,
+            warn=say,
+            summary=summary,
+            cache=cache,
+            include_active=include_active,
         )
         for done, qualified in enumerate(plan.planned):
             if progress is not None:
@@ -282,8 +301,10 @@ class _SessionReview:
         warn: Warn,
         summary: RunSummary,
         cache: DiscoveryCache,
+        include_active: bool,
     ) -> None:
         self.box_root = box_root
+        self.include_active = include_active
         self.reviewer = reviewer
         self.clock = clock
         self.warn = warn
@@ -309,7 +330,8 @@ class _SessionReview:
             summary.missing_transcripts += 1
             return None
         now = self.clock()
-        if not is_quiescent(mtime_of(status), now):
+        judged_at = quiescence_judged_at(now, include_active=self.include_active)
+        if not is_quiescent(mtime_of(status), judged_at):
             summary.deferred_active += 1
             return None
         previous = session_state(state, session_id)
@@ -488,6 +510,7 @@ async def review_chat_sessions(
     locate: TranscriptLocator,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     warn: Warn | None = None,
+    include_active: bool = False,
 ) -> RunSummary:
     """`run_chat_review` from async code: the blocking run goes to a worker thread.
 
@@ -504,6 +527,7 @@ async def review_chat_sessions(
             locate=locate,
             max_sessions=max_sessions,
             warn=warn,
+            include_active=include_active,
         )
     )
 

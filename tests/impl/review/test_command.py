@@ -1,4 +1,5 @@
-"""`bbx chat review status|run` (§4.8): output lines, exit codes, the lock, stderr only."""
+"""`bbx chat review status|run` (§4.8): output lines, exit codes, the lock, stderr only,
+and our departures: ``--now``, the deferred line that names it, ``bbx:`` errors."""
 
 from __future__ import annotations
 
@@ -9,26 +10,32 @@ from pathlib import Path
 
 import pytest
 
+from beebox_impl.box import init_box
 from beebox_impl.review.command import add_review_commands, run_review_command
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, hold_lock_group
 from beebox_impl.review.origin import ORIGIN_ENV
 from beebox_impl.review.reviewers import extractive
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV
-from tests.impl.review.boxes import ELSEWHERE, ReviewBox, conversation
+from tests.impl.review.boxes import ELSEWHERE, ReviewBox, conversation, fixed_output
+
+# What a stand-in reviewer answers, whatever the span.
+KEENE = fixed_output("Road trip to Keene", "Planning four days in Keene.", [])
 
 
 @pytest.fixture
 def box(tmp_path: Path) -> ReviewBox:
-    return ReviewBox.create(tmp_path)
+    made = ReviewBox.create(tmp_path)
+    init_box(made.root)
+    return made
 
 
-def bbx_review(box: ReviewBox, *argv: str) -> tuple[int, str, str]:
+def bbx_review(box: ReviewBox, *argv: str, folder: Path | None = None) -> tuple[int, str, str]:
     """Parse `bbx chat review …` as cli.py will, run it, answer (code, stdout, stderr)."""
     parser = argparse.ArgumentParser(prog="bbx")
     commands = parser.add_subparsers(dest="command", required=True)
     chat = commands.add_parser("chat")
     add_review_commands(chat.add_subparsers(dest="chat_command", required=True))
-    args = parser.parse_args(["chat", "review", *argv, "--box", str(box.root)])
+    args = parser.parse_args(["chat", "review", *argv, "--box", str(folder or box.root)])
     out, err = io.StringIO(), io.StringIO()
     code = run_review_command(
         args,
@@ -53,7 +60,7 @@ def test_status_counts_ready_sessions_and_skips(box: ReviewBox) -> None:
     assert code == 0
     assert out == (
         "1 chat session ready to review\n"
-        "  deferred (active within 30m): 1\n"
+        "  1 deferred: active in the last 30 minutes; --now reviews them anyway\n"
         "  too few user turns: 1\n"
         "  husks whose transcript is gone: 1\n"
         "  1 session originated on another machine (not reviewed here)\n"
@@ -88,7 +95,7 @@ def test_a_bad_max_sessions_is_refused(box: ReviewBox, value: str) -> None:
     code, out, err = bbx_review(box, "run", "--max-sessions", value)
 
     assert (code, out) == (1, "")
-    assert err == f'--max-sessions must be a positive integer, got "{value}"\n'
+    assert err == f'bbx: --max-sessions must be a positive integer, got "{value}"\n'
 
 
 def test_run_prints_one_summary_line(box: ReviewBox) -> None:
@@ -100,7 +107,8 @@ def test_run_prints_one_summary_line(box: ReviewBox) -> None:
 
     assert code == 0
     assert out == (
-        "reviewed 1 session(s), 1 still active, 1 read from the top, 1 deferred to the next run\n"
+        "reviewed 1 session(s), 1 still active (--now reviews them anyway), 1 read from the top,"
+        " 1 deferred to the next run\n"
     )
     assert err == ""
 
@@ -127,7 +135,9 @@ def test_a_second_run_is_refused_while_the_lock_is_held(box: ReviewBox) -> None:
         code, out, err = bbx_review(box, "run")
 
     assert (code, out) == (1, "")
-    assert err.startswith("another chat review is already running — lock group retro is held by")
+    assert err.startswith(
+        "bbx: another chat review is already running — lock group retro is held by"
+    )
     assert "chat-review pid" in err
 
 
@@ -159,3 +169,80 @@ def test_progress_goes_to_a_terminal_only(box: ReviewBox) -> None:
     assert "\rchat review [" in err.getvalue()
     assert "1/1 sessions" in err.getvalue()
     assert "\r" not in out.getvalue()
+
+
+def test_now_reviews_the_sessions_deferred_as_active(
+    box: ReviewBox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extractive.ExtractiveReviewer, "review", lambda self, args: KEENE)
+    active = box.add_session(conversation(4), age=timedelta(minutes=5))
+
+    assert bbx_review(box, "status")[1] == (
+        "0 chat sessions ready to review\n"
+        "  1 deferred: active in the last 30 minutes; --now reviews them anyway\n"
+    )
+    assert bbx_review(box, "status", "--now")[1] == "1 chat session ready to review\n"
+    assert bbx_review(box, "status", "--check", "--now")[0] == 0
+    dry_run = bbx_review(box, "run", "--dry-run", "--now")[1]
+    assert dry_run.splitlines()[1].startswith(f"  {active.session_id}  ")
+    assert bbx_review(box, "run")[1] == (
+        "reviewed 0 session(s), 1 still active (--now reviews them anyway)\n"
+    )
+    assert box.field(active, "review-span") is None
+
+    reviewed = bbx_review(box, "run", "--now")
+    assert reviewed[:2] == (0, "reviewed 1 session(s), 1 read from the top\n")
+    assert box.field(active, "title") == KEENE["title"]
+
+
+@pytest.mark.parametrize("command", [["status"], ["run", "--dry-run"], ["run"]])
+@pytest.mark.parametrize("folder", ["missing", "plain", "file"])
+def test_a_folder_that_is_not_a_box_is_an_error(
+    box: ReviewBox, tmp_path: Path, command: list[str], folder: str
+) -> None:
+    path = tmp_path / folder
+    if folder == "plain":
+        path.mkdir()
+    elif folder == "file":
+        path.write_text("not a box")
+
+    code, out, err = bbx_review(box, *command, folder=path)
+
+    assert (code, out) == (1, "")
+    assert err.startswith("bbx: ")
+    assert str(path) in err
+    assert err.count("\n") == 1
+    if folder == "missing":
+        assert "no such folder" in err
+        assert not path.exists(), "nothing made where the box was not"
+    elif folder == "file":
+        assert "not a folder" in err
+    else:
+        assert f"run `bbx init {path}`" in err
+
+
+def test_a_husk_folder_the_system_refuses_is_an_error_not_a_traceback(box: ReviewBox) -> None:
+    husks = box.root / "_content" / "chat" / "web"
+    husks.rmdir()
+    husks.write_text("a file where the husks go")
+
+    code, out, err = bbx_review(box, "status")
+
+    assert (code, out) == (1, "")
+    assert err.startswith(f"bbx: cannot review the chats of {box.root}: ")
+    assert "Not a directory" in err
+
+
+def test_warnings_are_said_as_bbx(box: ReviewBox, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: object, args: object) -> object:
+        raise RuntimeError("the model is away")
+
+    monkeypatch.setattr(extractive.ExtractiveReviewer, "review", refuse)
+    session = box.add_session(conversation(4))
+
+    code, _, err = bbx_review(box, "run")
+
+    assert code == 0
+    assert err == (
+        f"bbx: chat review: reviewer failed on session {session.session_id}: the model is away\n"
+    )

@@ -22,7 +22,7 @@ from beebox_impl.review.cards import (
 )
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, LockHeldError, hold_lock_group
 from beebox_impl.review.reviewers import ExtractiveReviewer, ReviewerFailure
-from beebox_impl.review.run import review_chat_sessions
+from beebox_impl.review.run import RunSummary, review_chat_sessions, run_chat_review
 from beebox_impl.review.store import ReviewStateFile
 from beebox_spec.journal import METADATA_CONSUMER
 from beebox_spec.review import QualifiedSession, ReviewArgs, ReviewOutput, content_hash
@@ -532,3 +532,51 @@ async def test_the_async_entry_point_runs_the_pass_in_a_thread(box: ReviewBox) -
         locate=box.locate,
     )
     assert summary.reviewed == 1
+
+
+def trip_review(args: ReviewArgs) -> ReviewOutput:
+    """A fixed review, whatever the span."""
+    return fixed_output("A trip to Keene", "Planning a road trip.", [])
+
+
+def run_including_active(box: ReviewBox, reviewer: RecordingReviewer) -> RunSummary:
+    """`box.run`, with the sessions active within 30 minutes included (``--now``)."""
+    return run_chat_review(
+        box.root,
+        reviewer,
+        origin=box.origin,
+        clock=lambda: box.now,
+        locate=box.locate,
+        include_active=True,
+    )
+
+
+def test_including_active_sessions_reviews_them_now(box: ReviewBox) -> None:
+    active = box.add_session(conversation(4), age=timedelta(minutes=5))
+    # A modification time ahead of the clock (skew) is not "written by now".
+    ahead = box.add_session(conversation(4), age=-timedelta(minutes=10))
+
+    assert box.run(RecordingReviewer(trip_review)).deferred_active == 2
+    reviewer = RecordingReviewer(trip_review)
+    summary = run_including_active(box, reviewer)
+
+    assert [args.session_id for args in reviewer.calls] == [active.session_id]
+    assert (summary.reviewed, summary.deferred_active) == (1, 1)
+    assert box.field(active, FIELD_REVIEW_SPAN) is not None
+    assert box.field(ahead, FIELD_REVIEW_SPAN) is None
+
+
+def test_including_active_sessions_holds_when_one_turns_active_mid_run(box: ReviewBox) -> None:
+    first = box.add_session(conversation(4), age=timedelta(hours=9))
+    later = box.add_session(conversation(4), age=timedelta(hours=3))
+
+    def meddle(args: ReviewArgs) -> None:
+        # Step 1 re-stats the transcript after discovery: it is active by then.
+        if args.session_id == first.session_id:
+            box.append(later, conversation(1, topic="late"), age=timedelta(minutes=1))
+
+    reviewer = RecordingReviewer(trip_review, before=meddle)
+    summary = run_including_active(box, reviewer)
+
+    assert [args.session_id for args in reviewer.calls] == [first.session_id, later.session_id]
+    assert (summary.reviewed, summary.deferred_active) == (2, 0)

@@ -1,0 +1,54 @@
+"""What every `bbx` command shares: the ``--box`` option, exit codes, and how an error
+is said.
+
+An error is one line on stderr that starts ``bbx: `` (`fail`), and the exit code
+says what kind: `EXIT_FAILED` (1) for what went wrong or is not there,
+`EXIT_USAGE` (2) for a request that is malformed, as argparse exits for its own.
+Light on imports: every command loads it, the box's modules only when a command
+asks whether a folder is a box (`box_refusal`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Final, TextIO
+
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "add_box_option", "box_refusal", "fail"]
+
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+def add_box_option(parser: argparse.ArgumentParser) -> None:
+    """``--box DIR``, default the current folder."""
+    parser.add_argument(
+        "--box",
+        type=Path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="the box folder (default: the current folder)",
+    )
+
+
+def fail(message: str, code: int = EXIT_FAILED, *, stream: TextIO | None = None) -> int:
+    """Say ``message`` as every `bbx` error is said (one line on stderr, ``bbx: ``
+    first); answers ``code``, for the command to return."""
+    print(f"bbx: {message}", file=sys.stderr if stream is None else stream)
+    return code
+
+
+def box_refusal(folder: Path) -> str | None:
+    """Why ``folder`` is not a box a command can read (None: it is one)."""
+    # Imported here: the box's module brings the whole box, which most commands never open.
+    from beebox_impl.box import is_box  # noqa: PLC0415
+
+    path = folder.expanduser()
+    if not path.exists():
+        return f"no box at {folder}: there is no such folder"
+    if not path.is_dir():
+        return f"no box at {folder}: it is not a folder"
+    if not is_box(folder):
+        return f"{folder} is not a box: run `bbx init {folder}`"
+    return None
