@@ -9,24 +9,32 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.runner import PACKAGED_VECTORS, RunReport, count_kinds, run_files
+from conformance.runner import ALLOW_WRITES, PACKAGED_VECTORS, RunReport, count_kinds, run_files
 from conformance.serve import ServeFailed, served_box
 from conformance.targets import HandlerTable
 from conformance.targets.http import HttpHost, http_handlers, served_transcript_handlers
 from conformance.targets.impl import impl_handlers
+from conformance.targets.impl_session import missing_backend_package
 from conformance.targets.spec import SPEC_HANDLERS
 
 BACKENDS = ("asyncio", "trio")
 
 
-def targets(target: str, backend: str) -> dict[str, HandlerTable]:
-    """The handler tables to run, by the name failure lines give them."""
-    chosen: dict[str, HandlerTable] = {}
+def targets(target: str, backend: str) -> dict[str, HandlerTable | str]:
+    """The handler tables to run, by the name failure lines give them; in place of
+    one that cannot run here, why (one failure, not one per case)."""
+    chosen: dict[str, HandlerTable | str] = {}
     if target in ("spec", "all"):
         chosen["spec"] = SPEC_HANDLERS
     if target in ("impl", "all"):
         for name in BACKENDS if backend == "all" else (backend,):
-            chosen[f"impl/{name}"] = impl_handlers(name)
+            missing = missing_backend_package(name)
+            chosen[f"impl/{name}"] = (
+                impl_handlers(name)
+                if missing is None
+                else f"the {name} backend needs the package {missing!r}, which is not "
+                f"installed (pip install {missing})"
+            )
     return chosen
 
 
@@ -56,13 +64,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the event loop the implementation's sessions run on (default: all)",
     )
     parser.add_argument(
-        "--url", help="a live host's base URL: run its http/exchange vectors over HTTP"
+        "--url",
+        help="a live host's base URL: run its http/exchange vectors over HTTP; the cases "
+        f"that write to the box (a reset, a send, a photo) are skipped unless {ALLOW_WRITES}",
     )
     parser.add_argument("--token", default="", help="the live host's token (with --url)")
     parser.add_argument(
+        ALLOW_WRITES,
+        action="store_true",
+        help="with --url, also run the cases that write to the live box: they reset its "
+        "chat, stop and restart it, and send messages and photos",
+    )
+    parser.add_argument(
         "--serve",
         action="store_true",
-        help="also start `bbx serve` on a temporary box and run the vectors over HTTP",
+        help="also start `bbx serve` on a temporary box and run every vector over HTTP, "
+        "writes included",
     )
     parser.add_argument("--list", action="store_true", help="print the kinds and their case counts")
     parser.add_argument(
@@ -71,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="show the implementation's warnings (start failures, …)",
     )
     args = parser.parse_args(argv)
+    if args.allow_writes and not args.url:
+        # --serve's box is the run's own and always written; nothing else is a box.
+        parser.error(f"{ALLOW_WRITES} applies only to a live box (--url)")
     # Scenarios provoke failures on purpose; their warnings are noise unless asked for.
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR)
     paths: list[Path] = args.paths or [PACKAGED_VECTORS]
@@ -88,7 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.url
         else targets(args.target, args.backend)
     )
-    report = RunReport()
+    # Someone's live box is written to only when asked; a --serve box is the run's own.
+    read_only = bool(args.url) and not args.allow_writes
+    reports: dict[str, RunReport] = {}
     with contextlib.ExitStack() as stack:
         if args.serve and not args.url:
             try:
@@ -102,11 +124,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **served_transcript_handlers(host, served.write_transcript),
             }
         for name, handlers in chosen.items():
-            report.merge(run_files(paths, handlers, name if len(chosen) > 1 else ""))
+            if isinstance(handlers, str):
+                reports[name] = RunReport(failed=1, not_run=handlers)
+                continue
+            named = name if len(chosen) > 1 else ""
+            reports[name] = run_files(paths, handlers, named, read_only=read_only)
+    report = RunReport()
+    for one in reports.values():
+        report.merge(one)
     for failure in report.failures or ():
         print(failure.render())
-    for kind in sorted(report.skipped_kinds or ()):
-        print(f"SKIP {kind}: not answered by every target yet")
+    for name, one in reports.items():
+        if one.not_run is not None:
+            print(f"FAIL {name}: not run: {one.not_run}")
+    for skipped in report.skipped_writes:
+        print(skipped.render())
+    for name, one in reports.items():
+        print(one.summary(name))
     if report.passed + report.failed == 0:
         # A run that checked nothing must not read as a pass.
         print(f"FAIL {' '.join(map(str, paths))}: no vector cases found")

@@ -30,7 +30,9 @@ ends, so its body is not read: only its status and headers are compared.
 
 Hosts keep state between cases (a conformance run is one conversation with a
 live box), so a vector expects only what holds on any box: a send's body is
-compared only where it cannot depend on the chat being busy.
+compared only where it cannot depend on the chat being busy. Against someone's
+live box (``--url``) the cases that write to it (`exchange_writes`: a reset, a
+send, a photo) run only with ``--allow-writes``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from conformance.targets import HandlerTable
 __all__ = [
     "HttpHost",
     "TranscriptWriter",
+    "exchange_writes",
     "http_handlers",
     "project_exchange",
     "served_transcript_handlers",
@@ -69,6 +72,12 @@ _SETUP_TIMEOUT: Final = 60.0
 _REQUEST_TIMEOUT: Final = 60.0
 # The media type of an answer whose body is not read (it does not end).
 _EVENT_STREAM: Final = "text/event-stream"
+# Methods that only read (RFC 9110 §9.2.1): a host changes nothing for them.
+_SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+# The setup that only reads the host; every other setup key writes to it.
+_READ_ONLY_SETUP: Final = frozenset({"idle"})
+# A request status from this one up is a refusal, which changes nothing on the host.
+_FIRST_REFUSAL: Final = 400
 
 
 class HttpHost:
@@ -189,6 +198,33 @@ def _exchange(host: HttpHost, case_input: Any) -> list[dict[str, Any]]:
             answer["json"] = json.loads(data)
         answers.append(answer)
     return answers
+
+
+def exchange_writes(case_input: Any, expect: Any) -> str | None:
+    """What an `http/exchange` case writes to the host, or None when it only reads.
+
+    Its setup writes unless it only waits (``photo`` sends a message); a request
+    writes when its method is not a safe one and the case expects the host to take
+    it (a status below 400): a request the case expects refused changes nothing on
+    a host that conforms. A case too malformed to tell counts as writing.
+    """
+    if not isinstance(case_input, dict) or not isinstance(case_input.get("requests"), list):
+        return "a case that cannot be read"
+    for key in case_input.get("setup") or {}:
+        if key not in _READ_ONLY_SETUP:
+            return "its setup sends a photo" if key == "photo" else f"its setup {key!r}"
+    answers = expect if isinstance(expect, list) else []
+    for index, request in enumerate(case_input["requests"]):
+        if not isinstance(request, dict):
+            return "a request that cannot be read"
+        method = str(request.get("method", "")).upper()
+        if method in _SAFE_METHODS:
+            continue
+        answer = answers[index] if index < len(answers) else None
+        status = answer.get("status") if isinstance(answer, dict) else None
+        if not isinstance(status, int) or status < _FIRST_REFUSAL:
+            return f"{method} {request.get('path', '')}"
+    return None
 
 
 def _project(expect: Any, got: Any) -> Any:

@@ -16,6 +16,7 @@ Lifecycle kinds read the same table the implementation uses for every phase writ
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,7 +44,7 @@ from conformance.scenario import (
 from conformance.targets import HandlerTable
 from conformance.targets.spec_lifecycle import HANDLERS as LIFECYCLE
 
-__all__ = ["impl_session_handlers", "run_session_scenario"]
+__all__ = ["impl_session_handlers", "missing_backend_package", "run_session_scenario"]
 
 
 def _turn_text(content: TurnContent) -> str:
@@ -200,6 +201,19 @@ async def run_session_scenario(
         if open_thread_session is None:
             raise ScenarioError("a thread scenario, and no thread session to run it on")
         return await _thread_scenario(open_thread_session, steps, Path(folder))
+
+
+def missing_backend_package(backend: str) -> str | None:
+    """The package ``backend`` needs that is not installed here, or None.
+
+    Each of anyio's backends is the package of its name (asyncio's is the standard
+    library's), and `anyio.run` on one that cannot be imported fails every case.
+    """
+    try:
+        importlib.import_module(backend)
+    except ImportError:
+        return backend
+    return None
 
 
 def impl_session_handlers(backend: str) -> HandlerTable:
