@@ -13,13 +13,16 @@ The layout `init_box` makes (idempotent; ``bbx init``)::
       .beebox/box.sqlite3                       the database, with its schema
       .beebox/chat-review/                      the review's span journal lives here
       .beebox/cache/transcript-index/           shelved transcript indexes (a cache)
+      .beebox/projects/                         the offline echo engine's transcripts
       .beebox/token                             HTTP bearer token, 0600
+      .beebox/.gitignore                        ``*``: none of it belongs in git
 
 Re-running it creates only what is missing: the token is never replaced (a
 token file with looser permissions is tightened to 0600), the schedule card
 is re-synced to its template except for the box-owned ``enabled``, every other
-byte of it kept (`beebox_impl.review.schedule`), and the settings file, the
-boxholder's, is written only when there is none.
+byte of it kept (`beebox_impl.review.schedule`), and the settings file and the
+state folder's ``.gitignore``, the boxholder's to edit, are written only when
+there is none.
 
 `Box.open` builds everything a running box is, on the caller's event loop
 (asyncio or trio): the database, the acceptance record, the whole-box
@@ -49,7 +52,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import sniffio
 
-from beebox_impl.atomic import sync_folder
+from beebox_impl.atomic import sync_folder, write_atomic
 from beebox_impl.engine.bounded import (
     DEFAULT_START_TIMEOUT,
     BoundedStartEngine,
@@ -57,6 +60,7 @@ from beebox_impl.engine.bounded import (
 )
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
+from beebox_impl.layout import state_dir
 from beebox_impl.review.origin import local_origin
 from beebox_impl.review.paths import husk_dir, schedule_card_path, state_path
 from beebox_impl.review.schedule import install_review_schedule_card
@@ -99,12 +103,12 @@ from beebox_impl.transcript import (
     TailSlice,
     TranscriptIndexCache,
 )
-from beebox_impl.transcript.location import InvalidSessionId
-from beebox_impl.transcript.location import projects_root as default_projects_root
+from beebox_impl.transcript.location import InvalidSessionId, transcript_roots
 from beebox_spec.entries import SessionEntry, SessionHistory
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import parse_media_ref
 from beebox_spec.permissions import PermissionReply, PermissionRequest
+from beebox_spec.transcript import PhotoMode
 
 __all__ = [
     "TOKEN_BYTES",
@@ -135,7 +139,7 @@ class BoxPaths:
 
     @property
     def state_dir(self) -> Path:
-        return self.root / ".beebox"
+        return state_dir(self.root)
 
     @property
     def database(self) -> Path:
@@ -219,9 +223,27 @@ def init_box(path: Path) -> BoxPaths:
     if not paths.database.exists():
         create_database(paths.root)
     _write_new_token(paths.token)
+    _write_state_gitignore(paths.state_dir)
     install_review_schedule_card(paths.root)
     install_settings(paths.root)
     return paths
+
+
+# The state folder's `.gitignore`: a box made inside a git checkout (`bbx serve` in
+# a clone) must not offer its token, its database or its caches to `git add`.
+STATE_GITIGNORE: Final = """\
+# Written by `bbx init`. This folder is the box's machine-local state: the HTTP
+# token (a secret), the database (the chat's record), caches and the offline
+# engine's transcripts. None of it belongs in version control.
+*
+"""
+
+
+def _write_state_gitignore(state_dir: Path) -> None:
+    path = state_dir / ".gitignore"
+    # Only when missing: the boxholder may have edited it.
+    if not path.exists():
+        write_atomic(path, STATE_GITIGNORE.encode())
 
 
 def is_box(path: Path) -> bool:
@@ -318,14 +340,19 @@ class Box:
         create: bool = True,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         permission_timeout: timedelta | None = None,
+        photos: PhotoMode | None = None,
     ) -> AsyncIterator[Box]:
         """Open the box at ``path`` on the running event loop.
 
         ``engine`` defaults to the offline `EchoEngine`; ``clock`` to the system
-        clock; ``projects_root`` (where transcripts live) to
-        ``BBX_CLAUDE_PROJECTS_DIR``, else ``$CLAUDE_CONFIG_DIR/projects``, else
-        ``~/.claude/projects`` (`beebox_impl.transcript.location.projects_root`).
-        ``create=False``
+        clock. ``projects_root`` says where transcripts live; by default
+        ``BBX_CLAUDE_PROJECTS_DIR`` when set, else both the box's own
+        ``.beebox/projects``, where the echo engine writes (never Claude Code's
+        folder, where its made-up sessions would show in Claude Code's list), and
+        Claude Code's ``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``
+        (`beebox_impl.transcript.location.transcript_roots`). ``photos`` is the
+        history's photo mode (default: the settings file's, itself ``refs``: every
+        photo by reference). ``create=False``
         refuses a folder that is not a box yet (`NotABoxError`) instead of
         running `init_box` on it. A run the engine has not started within
         ``start_timeout`` seconds fails to start (`BoundedStartEngine`). Sends the
@@ -346,19 +373,23 @@ class Box:
         token = await anyio.to_thread.run_sync(read_token, paths)
         settings = await anyio.to_thread.run_sync(load_box_settings, paths.root)
         clock = clock if clock is not None else SystemClock()
-        root = (
-            projects_root
+        roots = (
+            (projects_root,)
             if projects_root is not None
-            else default_projects_root(os.environ, Path.home())
+            else transcript_roots(paths.root, os.environ, Path.home())
         )
-        engine = engine if engine is not None else EchoEngine(root, clock.now)
+        # The first root is where the echo engine writes: the box's own, or where told.
+        engine = engine if engine is not None else EchoEngine(roots[0], clock.now)
         async with await BoxDatabase.open(paths.root) as database:
             acceptance = AcceptanceStore(database)
             events = BoxEventHub()
             shelf = IndexShelf.in_box_state(paths.state_dir)
             # A process killed mid-save left its temporary file: nobody else will.
             await anyio.to_thread.run_sync(shelf.remove_leftovers)
-            history = ChatHistoryService(paths.root, root, TranscriptIndexCache(shelf=shelf))
+            cache = TranscriptIndexCache(
+                shelf=shelf, photos=photos if photos is not None else settings.history.photos
+            )
+            history = ChatHistoryService(paths.root, roots, cache)
             session_id_store = SessionIdFile(paths.session_id)
             # Sends recorded but never delivered go first in the queue the session drains.
             await _queue_owed_sends(

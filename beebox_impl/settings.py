@@ -2,13 +2,15 @@
 
 The file is the boxholder's: `bbx init` writes it once, commented, and never
 again; beebox only reads it, as the box opens. Today it holds how the agent
-asks before it acts (issue 33)::
+asks before it acts (issue 33), and how photos come back in a history read::
 
     permissions:
       mode: default          # Claude Code's permission mode
       allow: []              # rules allowed without asking, e.g. "Bash(git status:*)"
       deny: []               # rules always refused, e.g. "Bash(rm:*)"
       timeout_minutes: 10    # an unanswered request is denied after this long
+    history:
+      photos: refs           # every photo by reference; "original": only big lines'
 
 Every key is optional (a missing file, or a missing key, is the default). A key
 beebox does not know is refused rather than ignored — a typo must not silently
@@ -39,17 +41,23 @@ from beebox_impl.engine.claude_permissions import (
 )
 from beebox_spec.errors import BeeboxError
 from beebox_spec.permissions import DEFAULT_TIMEOUT
+from beebox_spec.transcript import PHOTO_MODES, PhotoMode
 
 __all__ = [
+    "DEFAULT_PHOTO_MODE",
     "MAX_PERMISSION_TIMEOUT",
     "SETTINGS_TEMPLATE",
     "BoxSettings",
+    "HistorySettings",
     "InvalidBoxSettings",
     "PermissionSettings",
     "install_settings",
     "load_box_settings",
     "settings_path",
 ]
+
+# How a box reads photos unless its settings say otherwise: every one by reference.
+DEFAULT_PHOTO_MODE: Final[PhotoMode] = "refs"
 
 # The longest a request may wait for an answer: a day.
 MAX_PERMISSION_TIMEOUT: Final = timedelta(days=1)
@@ -71,6 +79,13 @@ permissions:
   deny: []
   # An unanswered request is denied after this many minutes (at most a day).
   timeout_minutes: {DEFAULT_TIMEOUT.total_seconds() / 60:g}
+
+history:
+  # How photos come back in a history read: {" | ".join(PHOTO_MODES)}.
+  # "refs" takes every photo out of the history and serves it by reference, one
+  # at a time; "original" does so only for transcript lines over 256 KiB, as
+  # the original did, and sends smaller photos inline as base64.
+  photos: {DEFAULT_PHOTO_MODE}
 """
 
 
@@ -89,10 +104,18 @@ class PermissionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HistorySettings:
+    """``history:``: how photos come back (`beebox_spec.transcript`'s photo mode)."""
+
+    photos: PhotoMode = DEFAULT_PHOTO_MODE
+
+
+@dataclass(frozen=True, slots=True)
 class BoxSettings:
     """Everything the settings file says (the defaults where it is silent)."""
 
     permissions: PermissionSettings = field(default_factory=PermissionSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
 
 
 def settings_path(box_root: Path) -> Path:
@@ -126,11 +149,21 @@ def load_box_settings(box_root: Path) -> BoxSettings:
     if document is None:
         return BoxSettings()
     where = _Where(path, document)
-    top = where.mapping(document, "the file", {"permissions"})
+    top = where.mapping(document, "the file", {"permissions", "history"})
     permissions = top.get("permissions")
-    if permissions is None:
-        return BoxSettings()
-    return BoxSettings(_permission_settings(where, permissions))
+    history = top.get("history")
+    return BoxSettings(
+        PermissionSettings() if permissions is None else _permission_settings(where, permissions),
+        HistorySettings() if history is None else _history_settings(where, history),
+    )
+
+
+def _history_settings(where: _Where, value: object) -> HistorySettings:
+    section = where.mapping(value, "history", {"photos"})
+    photos = section.get("photos", DEFAULT_PHOTO_MODE)
+    if photos not in PHOTO_MODES:
+        raise where.error(section, "history", "photos", f"one of {', '.join(PHOTO_MODES)}")
+    return HistorySettings(photos)
 
 
 def _permission_settings(where: _Where, value: object) -> PermissionSettings:
@@ -140,16 +173,20 @@ def _permission_settings(where: _Where, value: object) -> PermissionSettings:
     try:
         checked_mode = permission_mode(mode if isinstance(mode, str) else repr(mode))
     except InvalidPermissionMode:
-        raise where.error(section, "mode", f"one of {', '.join(PERMISSION_MODES)}") from None
+        raise where.error(
+            section, "permissions", "mode", f"one of {', '.join(PERMISSION_MODES)}"
+        ) from None
     allow = _rules(where, section, "allow")
     deny = _rules(where, section, "deny")
     timeout = defaults.timeout
     minutes = section.get("timeout_minutes")
     if minutes is not None:
         if isinstance(minutes, bool) or not isinstance(minutes, int | float):
-            raise where.error(section, "timeout_minutes", "a number of minutes")
+            raise where.error(section, "permissions", "timeout_minutes", "a number of minutes")
         if not 0 < minutes * 60 <= MAX_PERMISSION_TIMEOUT.total_seconds():
-            raise where.error(section, "timeout_minutes", "more than 0 and at most 1440 (a day)")
+            raise where.error(
+                section, "permissions", "timeout_minutes", "more than 0 and at most 1440 (a day)"
+            )
         timeout = timedelta(minutes=minutes)
     return PermissionSettings(checked_mode, allow, deny, timeout)
 
@@ -161,7 +198,9 @@ def _rules(where: _Where, section: Mapping[str, Any], key: str) -> tuple[str, ..
     if not isinstance(rules, list) or not all(
         isinstance(rule, str) and rule.strip() for rule in rules
     ):
-        raise where.error(section, key, 'a list of rules, such as ["Bash(git status:*)"]')
+        raise where.error(
+            section, "permissions", key, 'a list of rules, such as ["Bash(git status:*)"]'
+        )
     return tuple(rule.strip() for rule in rules)
 
 
@@ -183,9 +222,11 @@ class _Where:
             )
         return value
 
-    def error(self, section: Mapping[str, Any], key: str, expected: str) -> InvalidBoxSettings:
+    def error(
+        self, section: Mapping[str, Any], name: str, key: str, expected: str
+    ) -> InvalidBoxSettings:
         return InvalidBoxSettings(
-            f"{self.path}{self._line(section, key)}: permissions.{key} is "
+            f"{self.path}{self._line(section, key)}: {name}.{key} is "
             f"{section.get(key)!r}; expected {expected}"
         )
 

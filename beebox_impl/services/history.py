@@ -5,8 +5,9 @@ session with no readable log reads as empty) and §1.7 (one photo by reference,
 read only from the box's own transcripts).
 
 The reading itself is `beebox_impl.transcript` (proven equal to the spec); this
-service finds the file (`beebox_impl.transcript.location.transcript_path`, which
-refuses an id that is not the reference grammar's), runs the blocking read in a
+service finds the file under the box's projects roots
+(`beebox_impl.transcript.location.locate_transcript`, which refuses an id that is
+not the reference grammar's), in the worker thread, and runs the blocking read in a
 worker thread (or, through `read_history` / `read_media`, in the caller's own thread
 when it is already a worker: the HTTP adapter's handler threads read without a hop
 through the event loop), and keeps one `TranscriptIndexCache` for the box so a
@@ -48,8 +49,7 @@ from beebox_impl.transcript.lines import open_transcript
 from beebox_impl.transcript.location import (
     InvalidSessionId,
     encode_project_dir,
-    project_dir_named,
-    transcript_in,
+    locate_transcript_named,
 )
 from beebox_spec.entries import SessionHistory
 from beebox_spec.media import MediaRef
@@ -96,15 +96,17 @@ class ChatHistoryService:
     def __init__(
         self,
         box_root: Path,
-        projects_root: Path,
+        projects_roots: tuple[Path, ...],
         cache: TranscriptIndexCache | None = None,
         *,
         max_concurrent_reads: int = MAX_CONCURRENT_READS,
     ) -> None:
         if max_concurrent_reads < 1:
             raise ValueError("max_concurrent_reads must be at least 1")
+        if not projects_roots:
+            raise ValueError("a box's transcripts need at least one projects root")
         self._box_root = box_root
-        self._projects_root = projects_root
+        self._projects_roots = projects_roots
         self._encoded_box: str | None = None
         self.cache = cache if cache is not None else TranscriptIndexCache()
         self._max_concurrent_reads = max_concurrent_reads
@@ -120,13 +122,15 @@ class ChatHistoryService:
         return self._loop_readers
 
     def transcript_path(self, session_id: str) -> Path:
-        """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id."""
+        """Where ``session_id``'s transcript is; raises `InvalidSessionId` for a bad id.
+
+        Blocking (it may look at the files): call it off the loop.
+        """
         # The box's folder is resolved (symlinks, NFC) once: it is a path walk, and
         # every read and every indexing pass asks.
         if self._encoded_box is None:
             self._encoded_box = encode_project_dir(self._box_root)
-        project = project_dir_named(self._encoded_box, self._projects_root)
-        return transcript_in(project, session_id)
+        return locate_transcript_named(self._encoded_box, session_id, self._projects_roots)
 
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`history`, blocking: for a caller already in a worker thread."""
@@ -142,16 +146,18 @@ class ChatHistoryService:
 
     async def has_transcript(self, session_id: str) -> bool:
         """Is there a transcript file for ``session_id``?"""
-        path = self.transcript_path(session_id)
-        return await anyio.to_thread.run_sync(os.path.isfile, path)
+
+        def exists() -> bool:
+            return os.path.isfile(self.transcript_path(session_id))
+
+        return await anyio.to_thread.run_sync(exists)
 
     async def index_transcript(self, session_id: str) -> None:
         """Bring ``session_id``'s index up to date (and shelve it), reading what is new."""
-        path = self.transcript_path(session_id)
 
         def index() -> None:
             with self._reading:
-                index_current(path, self.cache)
+                index_current(self.transcript_path(session_id), self.cache)
 
         await anyio.to_thread.run_sync(index, limiter=self._loop_limiter())
 

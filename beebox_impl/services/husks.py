@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 
 import anyio.to_thread
@@ -69,11 +68,14 @@ async def keep_husks(
         session_id = session.session_id
         if not isinstance(event, Done) or session_id is None or session_id in husked:
             return
+        moment = now()
+
+        def make_husk() -> None:
+            # Finding the transcript looks at the files: off the loop, with the write.
+            _make_husk(box_root, session_id, origin, moment, transcript_path_for(session_id))
+
         try:
-            path = transcript_path_for(session_id)
-            await anyio.to_thread.run_sync(
-                partial(_make_husk, box_root, session_id, origin, now(), path)
-            )
+            await anyio.to_thread.run_sync(make_husk)
         except InvalidSessionId:
             _log.warning("no husk for session %r: not a transcript id", session_id)
         except OSError as error:

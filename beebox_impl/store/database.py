@@ -65,6 +65,7 @@ from typing import Any, Final, Generic, TypeVar, cast
 
 import anyio.to_thread
 
+from beebox_impl.layout import state_dir
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.thread_pool import ThreadRecord
 
@@ -163,7 +164,7 @@ class SchemaTooNewError(RuntimeError):
 
 def database_path(box_root: Path) -> Path:
     """Where a box keeps its database."""
-    return box_root / ".beebox" / DATABASE_NAME
+    return state_dir(box_root) / DATABASE_NAME
 
 
 def _schema_version(connection: sqlite3.Connection) -> int:

@@ -19,6 +19,7 @@ from typing import Final
 import anyio.to_thread
 
 from beebox_impl.atomic import remove_durably, write_atomic
+from beebox_impl.layout import state_dir
 
 __all__ = ["SESSION_ID_FILE_NAME", "SessionIdFile", "session_id_path"]
 
@@ -29,7 +30,7 @@ _log = logging.getLogger(__name__)
 
 def session_id_path(box_root: Path) -> Path:
     """Where a box keeps its chat's session id."""
-    return box_root / ".beebox" / SESSION_ID_FILE_NAME
+    return state_dir(box_root) / SESSION_ID_FILE_NAME
 
 
 def _read(path: Path) -> str | None:

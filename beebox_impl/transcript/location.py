@@ -4,7 +4,12 @@ DESIGN.md §3 and `transcript-format.md` §1: the engine writes a session's
 transcript to ``<projects root>/<encoded box path>/<sessionId>.jsonl``. The
 projects root is where Claude Code itself writes: ``$CLAUDE_CONFIG_DIR/projects``
 when that is set, else ``~/.claude/projects``; ``BBX_CLAUDE_PROJECTS_DIR`` overrides
-both (tests and hosts point it elsewhere). The encoded path is the box's
+both (tests and hosts point it elsewhere). The offline echo engine files its
+made-up transcripts inside the box instead, under ``.beebox/projects`` in the same
+layout (`box_projects_root`): in Claude Code's folder they would show in its own
+session list. So a box's transcripts are looked for under every root it may have
+written to (`transcript_roots`), the first holding the session's file winning
+(`locate_transcript`); session ids are UUIDs, one file each. The encoded path is the box's
 canonical absolute path (symlinks resolved, Unicode NFC) with every character
 other than an ASCII letter or digit replaced by ``-``.
 
@@ -26,6 +31,7 @@ import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
+from beebox_impl.layout import state_dir
 from beebox_spec.errors import SpecRejection
 from beebox_spec.media import SAFE_ID_RE
 
@@ -34,12 +40,16 @@ __all__ = [
     "MAX_ENCODED_LENGTH",
     "PROJECTS_DIR_ENV",
     "InvalidSessionId",
+    "box_projects_root",
     "claude_projects_root",
     "encode_project_dir",
+    "locate_transcript",
+    "locate_transcript_named",
     "project_dir",
     "projects_root",
     "transcript_in",
     "transcript_path",
+    "transcript_roots",
 ]
 
 PROJECTS_DIR_ENV = "BBX_CLAUDE_PROJECTS_DIR"
@@ -74,6 +84,39 @@ def claude_projects_root(environ: Mapping[str, str], home: Path) -> Path:
     if config:
         return Path(config).expanduser() / "projects"
     return home / ".claude" / "projects"
+
+
+def box_projects_root(box_root: Path) -> Path:
+    """The projects root inside the box, where the offline echo engine writes."""
+    return state_dir(box_root) / "projects"
+
+
+def transcript_roots(box_root: Path, environ: Mapping[str, str], home: Path) -> tuple[Path, ...]:
+    """Every projects root the box's transcripts may be under, in lookup order.
+
+    ``BBX_CLAUDE_PROJECTS_DIR`` alone when set (the box was told where: every
+    engine writes there); else the box's own (`box_projects_root`) and then
+    Claude Code's (`claude_projects_root`).
+    """
+    if environ.get(PROJECTS_DIR_ENV, ""):
+        return (projects_root(environ, home),)
+    return (box_projects_root(box_root), claude_projects_root(environ, home))
+
+
+def locate_transcript(box_root: Path, session_id: str, roots: tuple[Path, ...]) -> Path:
+    """The transcript of ``session_id``: under the first of ``roots`` (at least one)
+    that holds it, else where the first would (`InvalidSessionId` as
+    `transcript_path`). Blocking: it looks at the files."""
+    return locate_transcript_named(encode_project_dir(box_root), session_id, roots)
+
+
+def locate_transcript_named(encoded: str, session_id: str, roots: tuple[Path, ...]) -> Path:
+    """`locate_transcript` for a box whose `encode_project_dir` is ``encoded``."""
+    paths = [transcript_in(project_dir_named(encoded, root), session_id) for root in roots]
+    # One place to look: nothing to choose between.
+    if len(paths) == 1:
+        return paths[0]
+    return next((path for path in paths if path.is_file()), paths[0])
 
 
 def encode_project_dir(box_root: Path) -> str:

@@ -13,6 +13,7 @@ from beebox_impl.cli_box import permission_mode_lines, serving_permissions
 from beebox_impl.settings import (
     SETTINGS_TEMPLATE,
     BoxSettings,
+    HistorySettings,
     InvalidBoxSettings,
     PermissionSettings,
     install_settings,
@@ -29,6 +30,8 @@ def write(box: Path, text: str) -> None:
 def test_no_file_is_the_defaults(tmp_path: Path) -> None:
     assert load_box_settings(tmp_path) == BoxSettings()
     assert BoxSettings().permissions == PermissionSettings("default", (), (), timedelta(minutes=10))
+    # Every photo by reference unless the box says otherwise.
+    assert BoxSettings().history == HistorySettings("refs")
 
 
 def test_the_template_says_the_defaults_and_is_written_once(tmp_path: Path) -> None:
@@ -52,11 +55,15 @@ def test_every_key_is_read(tmp_path: Path) -> None:
         "  mode: acceptEdits\n"
         "  allow: ['Bash(git status:*)', ' Read ']\n"
         "  deny:\n    - Bash(rm:*)\n"
-        "  timeout_minutes: 2.5\n",
+        "  timeout_minutes: 2.5\n"
+        "history:\n"
+        "  photos: original\n",
     )
-    assert load_box_settings(tmp_path).permissions == PermissionSettings(
+    settings = load_box_settings(tmp_path)
+    assert settings.permissions == PermissionSettings(
         "acceptEdits", ("Bash(git status:*)", "Read"), ("Bash(rm:*)",), timedelta(minutes=2.5)
     )
+    assert settings.history == HistorySettings("original")
 
 
 @pytest.mark.parametrize(
@@ -75,6 +82,9 @@ def test_every_key_is_read(tmp_path: Path) -> None:
         ("permissions: [1]\n", "permissions must be a mapping"),
         ("- a\n", "the file must be a mapping"),
         ("permissions: {mode: [\n", "not YAML"),
+        ("history:\n  photos: all\n", ":2: history.photos is 'all'; expected one of original"),
+        ("history:\n  photo: refs\n", ":2: unknown key(s) in history: photo"),
+        ("history: refs\n", "history must be a mapping"),
     ],
 )
 def test_what_is_not_a_setting_is_refused_saying_where(

@@ -52,7 +52,7 @@ class SlowReads:
 
 
 def service_of_two_slots(tmp_path: Path) -> ChatHistoryService:
-    return ChatHistoryService(tmp_path / "box", tmp_path / "projects", max_concurrent_reads=2)
+    return ChatHistoryService(tmp_path / "box", (tmp_path / "projects",), max_concurrent_reads=2)
 
 
 def start_readers(service: ChatHistoryService, count: int) -> list[threading.Thread]:
@@ -83,7 +83,7 @@ def test_reads_past_the_bound_wait_their_turn(
 
 def test_the_bound_is_at_least_one(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        ChatHistoryService(tmp_path / "box", tmp_path / "projects", max_concurrent_reads=0)
+        ChatHistoryService(tmp_path / "box", (tmp_path / "projects",), max_concurrent_reads=0)
 
 
 def test_async_reads_wait_on_the_loop_not_in_its_worker_threads(
