@@ -13,13 +13,26 @@ network, the same answer for the same input — and follows the reviewer's brief
   titles do not churn from night to night.
 - **contains.** One sentence: what the conversation is about (the title's
   phrase) and the terms it keeps returning to.
+- **Evidence.** What the person said, and what the agent added. An agent's
+  sentence that repeats one of the person's earlier sentences of the span —
+  nearly all of its words, in order, in one piece — has those words taken out;
+  what is left is the agent's own, and the sentence is judged by it alone. An
+  echo (the echo engine's `You said: "…"`) or a restatement ("Got it, we'll go
+  with …") leaves no content word, and is no evidence at all: neither a note
+  nor a term for `contains` (`_agents_own`).
 - **The account.** Sentences that record a decision, an open question, a
-  follow-up or something learned about the person, each recognised by its
-  wording, become notes. The previous account is *extended*: its notes are
-  carried forward, an open thread that a new decision settles (most of its
-  words recur in it) is dropped, duplicates are not added twice, and when the
-  account would pass `NOTES_MAX` the oldest follow-ups, then open threads, then
-  decisions give way first.
+  follow-up or something learned about the person become notes. The kind is
+  the first of `_RULES` whose wording the sentence holds: a label ("Decision:",
+  "TODO:"), doubt ("not sure", "haven't decided": still open), a decision
+  stated ("we decided", "we will", "let's go with"), something learned (the
+  person's sentences only), a follow-up ("I'll", "tomorrow"), something
+  pending ("waiting for"); else the person's last question of the span is an
+  open thread. A stated decision is a decision even when it also names a time.
+  The previous account is *extended*: its notes are carried forward, an open
+  thread that a new decision settles (most of its words recur in it) is
+  dropped, duplicates are not added twice, and when the account would pass
+  `NOTES_MAX` the oldest follow-ups, then open threads, then decisions give
+  way first.
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Final
 
 from beebox_spec.javascript import js_trim
@@ -221,6 +235,17 @@ _STOPWORDS: Final = frozenset(
         "you're",
         "we're",
         "it's",
+        "i'd",
+        "you'll",
+        "you've",
+        "you'd",
+        "we'll",
+        "we've",
+        "we'd",
+        "they'll",
+        "they've",
+        "it'll",
+        "said",
         "that's",
         "there's",
         "don't",
@@ -273,45 +298,189 @@ _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _MARKDOWN_PREFIX: Final = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#+|>)\s+")
 
-# The wording that marks each kind of note, checked in this order.
-_CUES: Final[tuple[tuple[NoteKind, re.Pattern[str]], ...]] = (
-    (
-        "decision",
-        re.compile(
-            r"\b(?:decided|decide to|we'll go with|i'll go with|let's go with|going with|"
-            r"settled on|agreed|we chose|i chose|chosen|booked|confirmed|went with|"
-            r"will use|we'll use|i'll use|let's use|the plan is|final(?:ly)? (?:pick|choice))\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "learned",
-        re.compile(
-            r"\b(?:i prefer|i like|i love|i hate|i don't like|i can't stand|i'm allergic|"
-            r"i am allergic|i live|i work|i always|i never|i usually|"
-            r"my (?:wife|husband|partner|son|daughter|kids?|dog|cat|mom|mother|dad|father|"
-            r"sister|brother|birthday|name|budget|job|boss))\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "follow-up",
-        re.compile(
-            r"\b(?:i'll|i will|we'll|we will|remind me|next step|follow up|follow-up|"
-            r"to-do|todo|don't forget|tomorrow|next week|later today|by friday|by monday)\b",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "open-thread",
-        re.compile(
-            r"\b(?:not sure|still need to|haven't decided|undecided|open question|tbd|"
-            r"to be decided|unclear|we'll see|figure out|whether or not|still open|"
-            r"no answer yet|waiting on|waiting for)\b",
-            re.IGNORECASE,
-        ),
-    ),
+# ---------------------------------------------------------------------------
+# What kind of note a sentence makes: the rules, each with its wording table,
+# tried in the order of `_RULES`; the first that matches names the kind.
+# ---------------------------------------------------------------------------
+
+# Rule 1: a sentence that opens with a label ("Decision: …", "TODO: …") is what
+# its label says, whatever wording follows it.
+_LABELS: Final[dict[NoteKind, tuple[str, ...]]] = {
+    "decision": ("decision", "decided", "agreed", "final decision", "the plan"),
+    "follow-up": ("todo", "to-do", "to do", "follow-up", "follow up", "action item", "next step"),
+    "open-thread": ("open question", "question", "undecided", "unresolved", "tbd"),
+}
+
+# Rule 2: doubt — something is not settled, or a decision's wording is denied.
+# Before rule 3, which would read "decided", "confirmed" or "we will" as settled.
+_IN_DOUBT: Final = (
+    "haven't decided",
+    "have not decided",
+    "hasn't decided",
+    "not decided",
+    "not yet decided",
+    "undecided",
+    "to be decided",
+    "yet to decide",
+    "still deciding",
+    "can't decide",
+    "cannot decide",
+    "decide whether",
+    "decide if",
+    "whether we will",
+    "not confirmed",
+    "isn't confirmed",
+    "unconfirmed",
+    "not booked",
+    "haven't booked",
+    "not agreed",
+    "not sure",
+    "unsure",
+    "unclear",
+    "open question",
+    "tbd",
+    "still open",
+    "no answer yet",
+    "we'll see",
+    "we will see",
 )
+
+# Rule 3: a decision, stated. Before the follow-up wording: "we will buy it on
+# Saturday" is what was settled, not only something to do.
+_DECISION: Final = (
+    "decided",
+    "decide to",
+    "we will",
+    "we'll go with",
+    "i'll go with",
+    "let's go with",
+    "going with",
+    "went with",
+    "settled on",
+    "agreed",
+    "we chose",
+    "i chose",
+    "chosen",
+    "booked",
+    "confirmed",
+    "will use",
+    "we'll use",
+    "i'll use",
+    "let's use",
+    "the plan is",
+    "final pick",
+    "final choice",
+    "finally pick",
+)
+
+# Rule 4: something lasting about the person — only the person says it.
+_RELATIONS: Final = (
+    "wife",
+    "husband",
+    "partner",
+    "son",
+    "daughter",
+    "kid",
+    "kids",
+    "dog",
+    "cat",
+    "mom",
+    "mother",
+    "dad",
+    "father",
+    "sister",
+    "brother",
+    "birthday",
+    "name",
+    "budget",
+    "job",
+    "boss",
+)
+_LEARNED: Final = (
+    "i prefer",
+    "i like",
+    "i love",
+    "i hate",
+    "i don't like",
+    "i can't stand",
+    "i'm allergic",
+    "i am allergic",
+    "i live",
+    "i work",
+    "i always",
+    "i never",
+    "i usually",
+    *(f"my {who}" for who in _RELATIONS),
+)
+
+# Rule 5: something someone means to do.
+_FOLLOW_UP: Final = (
+    "i'll",
+    "i will",
+    "we'll",
+    "remind me",
+    "next step",
+    "follow up",
+    "follow-up",
+    "to-do",
+    "todo",
+    "don't forget",
+    "tomorrow",
+    "next week",
+    "later today",
+    "by friday",
+    "by monday",
+)
+
+# Rule 6: something waiting on someone or something; after the follow-ups, as
+# "I'll figure out the parking" is something to do.
+_PENDING: Final = (
+    "still need to",
+    "figure out",
+    "whether or not",
+    "waiting on",
+    "waiting for",
+)
+
+
+def _wording(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of the phrases, as whole words, in any case."""
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, phrases)) + r")\b", re.IGNORECASE)
+
+
+def _label(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """A sentence opening with one of the phrases and a colon."""
+    return re.compile(r"^(?:" + "|".join(map(re.escape, phrases)) + r")\s*:", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """One classification rule: the kind it gives, its wording, and whose sentences it reads."""
+
+    kind: NoteKind
+    pattern: re.Pattern[str]
+    person_only: bool = False
+
+
+_RULES: Final[tuple[_Rule, ...]] = (
+    *(_Rule(kind, _label(labels)) for kind, labels in _LABELS.items()),
+    _Rule("open-thread", _wording(_IN_DOUBT)),
+    _Rule("decision", _wording(_DECISION)),
+    _Rule("learned", _wording(_LEARNED), person_only=True),
+    _Rule("follow-up", _wording(_FOLLOW_UP)),
+    _Rule("open-thread", _wording(_PENDING)),
+)
+
+# ---------------------------------------------------------------------------
+# An agent repeating the person (see `_agents_own`)
+# ---------------------------------------------------------------------------
+
+# A sentence of the person is repeated when at least 4 in 5 of its words come
+# back, in order, in one piece (at most 1 word in 5 changed inside it).
+_REPEAT_SHARE: Final = (4, 5)
+# A sentence of the person with fewer content words ("Yes, I will.") is too
+# common a string of words to be told apart from the agent's own.
+_MIN_REPEAT_CONTENT: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +540,91 @@ def _cut_at_word(text: str, limit: int, ellipsis: str = "") -> str:
     return cut.rstrip(" ,;:-–—") + ellipsis
 
 
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    """A sentence as written (a note's text) and `own`: what its speaker added (`_agents_own`)."""
+
+    text: str
+    own: str
+
+
+@dataclass(frozen=True, slots=True)
+class _HeardTurn:
+    """A turn's sentences, and `own_text`: its words less any it repeats of the person."""
+
+    is_user: bool
+    sentences: tuple[_Sentence, ...]
+    own_text: str
+
+
+def _word_key(word: str) -> str:
+    return word.lower().replace("’", "'")
+
+
+def _agents_own(sentence: str, person: list[tuple[str, ...]]) -> str:
+    """What an agent's sentence adds to the person's earlier sentences (`person`, as word keys).
+
+    A stretch of the agent's words that carries nearly all of one of the person's
+    sentences (`_REPEAT_SHARE`: in order, in one piece, a word in five changed at
+    most) is the person's, and is taken out. What is left is the agent's own; ""
+    when it holds no content word — `You said: "…"`, "Got it, we'll …": an echo or
+    a restatement, not evidence.
+    """
+    matches = list(_WORD.finditer(sentence))
+    words = [_word_key(match.group()) for match in matches]
+    present = set(words)
+    share, whole = _REPEAT_SHARE
+    repeated = [False] * len(words)
+    for said in person:
+        # Cheap necessary test first: enough of its words occur at all.
+        if sum(word in present for word in said) * whole < share * len(said):
+            continue
+        matcher = SequenceMatcher(None, words, said, autojunk=False)
+        blocks = [block for block in matcher.get_matching_blocks() if block.size]
+        matched = sum(block.size for block in blocks)
+        if not blocks or matched * whole < share * len(said):
+            continue
+        start, end = blocks[0].a, blocks[-1].a + blocks[-1].size
+        if (end - start - matched) * whole > (whole - share) * len(said):
+            continue
+        repeated[start:end] = [True] * (end - start)
+    if not any(repeated):
+        return sentence
+    pieces: list[str] = []
+    kept_from = 0
+    for index, match in enumerate(matches):
+        if repeated[index] and (index == 0 or not repeated[index - 1]):
+            pieces.append(sentence[kept_from : match.start()])
+        if repeated[index]:
+            kept_from = match.end()
+    pieces.append(sentence[kept_from:])
+    own = " ".join(" ".join(pieces).split())
+    return own if _content_words(own) else ""
+
+
+def _heard(turns: list[SpanTurn]) -> list[_HeardTurn]:
+    """The span's turns as sentences, each agent sentence with what it adds to the person."""
+    person: list[tuple[str, ...]] = []
+    heard: list[_HeardTurn] = []
+    for turn in turns:
+        texts = _sentences(turn.text)
+        if turn.is_user:
+            heard.append(
+                _HeardTurn(True, tuple(_Sentence(text, text) for text in texts), turn.text)
+            )
+            person += (
+                tuple(_word_key(word) for word in _words(text))
+                for text in texts
+                if len(_content_words(text)) >= _MIN_REPEAT_CONTENT
+            )
+            continue
+        sentences = tuple(_Sentence(text, _agents_own(text, person)) for text in texts)
+        repeats = any(sentence.own != sentence.text for sentence in sentences)
+        own_text = "\n".join(sentence.own for sentence in sentences) if repeats else turn.text
+        heard.append(_HeardTurn(False, sentences, own_text))
+    return heard
+
+
 class _Casing:
     """How the conversation most often spells each word (proper nouns keep their capital)."""
 
@@ -403,13 +657,13 @@ def _clean_request(sentence: str) -> str:
     return text.strip(" \t,;:-–—?!.\"'()[]")
 
 
-def _title_from(turns: list[SpanTurn], casing: _Casing) -> tuple[str, bool]:
+def _title_from(turns: list[_HeardTurn], casing: _Casing) -> tuple[str, bool]:
     """A title from the person's first substantial request (True), else from keywords (False)."""
     for turn in turns:
         if not turn.is_user:
             continue
-        for sentence in _sentences(turn.text):
-            request = _clean_request(sentence)
+        for sentence in turn.sentences:
+            request = _clean_request(sentence.text)
             words = request.split(" ")
             # Too short to say what the conversation is about: try the next sentence.
             if len(_content_words(request)) < 2:
@@ -424,12 +678,15 @@ def _title_from(turns: list[SpanTurn], casing: _Casing) -> tuple[str, bool]:
     return "", False
 
 
-def _keywords(turns: list[SpanTurn], exclude: set[str], count: int, casing: _Casing) -> list[str]:
-    """The content words the conversation returns to most (the person's words count double)."""
+def _keywords(turns: list[_HeardTurn], exclude: set[str], count: int, casing: _Casing) -> list[str]:
+    """The content words the conversation returns to most (the person's words count double).
+
+    An agent's repeats of the person do not count again (`_agents_own`).
+    """
     scores: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
     for turn in turns:
-        for word in _words(_TITLE_NOISE.sub(" ", turn.text)):
+        for word in _words(_TITLE_NOISE.sub(" ", turn.own_text)):
             lower = word.lower()
             # Short words, past tenses and adverbs rarely name what a conversation is about.
             if lower in _STOPWORDS or lower in exclude or len(lower) < 4 or lower.endswith(_WEAK):
@@ -446,7 +703,7 @@ def _join_words(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _contains(topic: str, is_request: bool, turns: list[SpanTurn], casing: _Casing) -> str:
+def _contains(topic: str, is_request: bool, turns: list[_HeardTurn], casing: _Casing) -> str:
     """One sentence: the request (or the title's subject) and the terms the span returns to."""
     keywords = _keywords(turns, _content_words(topic), 3, casing)
     subject = topic[:1].lower() + topic[1:] if topic[1:2].islower() else topic
@@ -461,10 +718,12 @@ def _contains(topic: str, is_request: bool, turns: list[SpanTurn], casing: _Casi
     return _cut_at_word(sentence, CONTAINS_MAX - 1).rstrip(".?!") + "."
 
 
-def _classify(sentence: str) -> NoteKind | None:
-    for kind, cue in _CUES:
-        if cue.search(sentence):
-            return kind
+def _classify(sentence: str, is_user: bool) -> NoteKind | None:
+    """The kind of the first rule of `_RULES` the sentence matches (None: no note)."""
+    text = sentence.replace("’", "'")
+    for rule in _RULES:
+        if (is_user or not rule.person_only) and rule.pattern.search(text):
+            return rule.kind
     return None
 
 
@@ -488,22 +747,22 @@ def _previous_notes(account: str | None) -> list[ReviewNote]:
     return notes
 
 
-def _new_notes(turns: list[SpanTurn]) -> list[ReviewNote]:
+def _new_notes(turns: list[_HeardTurn]) -> list[ReviewNote]:
     notes: list[ReviewNote] = []
     last_user = max((index for index, turn in enumerate(turns) if turn.is_user), default=-1)
     for index, turn in enumerate(turns):
-        for sentence in _sentences(turn.text):
-            if len(_words(sentence)) < _MIN_NOTE_WORDS or REDACTED_CREDENTIAL in sentence:
+        for sentence in turn.sentences:
+            text = sentence.text
+            if len(_words(text)) < _MIN_NOTE_WORDS or REDACTED_CREDENTIAL in text:
                 continue
-            kind = _classify(sentence)
+            # Judged by what its speaker added: an agent's repeat of the person is
+            # the person's note already.
+            kind = _classify(sentence.own, turn.is_user)
             # The person's last question of the span is still waiting for its answer.
-            if kind is None and index == last_user and sentence.endswith("?"):
+            if kind is None and index == last_user and text.endswith("?"):
                 kind = "open-thread"
-            # Only the person says what they are like.
-            if kind == "learned" and not turn.is_user:
-                kind = None
             if kind is not None:
-                notes.append({"kind": kind, "text": _note_text(sentence)})
+                notes.append({"kind": kind, "text": _note_text(text)})
     return notes
 
 
@@ -547,8 +806,9 @@ class ExtractiveReviewer:
     is_local: Final = True
 
     def review(self, args: ReviewArgs) -> ReviewOutput:
-        turns = parse_rendered_span(args.span)
-        casing = _Casing([turn.text for turn in turns] + [args.current_account or ""])
+        spoken = parse_rendered_span(args.span)
+        casing = _Casing([turn.text for turn in spoken] + [args.current_account or ""])
+        turns = _heard(spoken)
         generated, is_request = _title_from(turns, casing)
         keep_title = args.current_title is not None and not args.bootstrap
         title = "" if keep_title or not generated else generated

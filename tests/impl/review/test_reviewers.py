@@ -1,4 +1,5 @@
-"""Reviewers: the extractive default, and the two model backends against fake local servers.
+"""Reviewers by name, and the two model backends against fake local servers (the
+extractive default: `test_extractive.py`).
 
 The model backends are driven through their official clients pointed at a
 capturing HTTP server on 127.0.0.1, so the tests see exactly what would leave
@@ -17,108 +18,16 @@ from typing import Any
 
 import pytest
 
-from beebox_impl.review.reviewers import (
-    ExtractiveReviewer,
-    ReviewerFailure,
-    ReviewerUnavailable,
-    reviewer_by_name,
-)
-from beebox_impl.review.reviewers.extractive import parse_rendered_span
+from beebox_impl.review.reviewers import ReviewerFailure, ReviewerUnavailable, reviewer_by_name
 from beebox_impl.review.reviewers.remote import outbound_prompt, read_model_reply
-from beebox_spec.entries import SessionEntry
 from beebox_spec.review import (
     REDACTED_CREDENTIAL,
     ReviewArgs,
     ReviewOutput,
     has_credential,
-    render_account,
-    render_entries,
-    validate_review_output,
 )
 
 KEY = "sk-" + "proj-" + "Zx9" * 10
-
-
-def _entry(role: str, text: str) -> SessionEntry:
-    return {
-        "uuid": "u",
-        "type": "user" if role == "user" else "assistant",
-        "timestamp": "2026-07-01T10:00:00Z",
-        "content": [{"type": "text", "text": text}],
-    }
-
-
-TRIP = render_entries(
-    [
-        _entry("user", "<typed>Hi! Can you plan a road trip to keene for july 8-11?</typed>"),
-        _entry(
-            "assistant",
-            "Sure. Keene is about four hours away. The Lakeside Inn in Keene has rooms. "
-            "Email bob@example.com at https://example.com/booking for the group rate.",
-        ),
-        _entry("user", "Let's go with the Lakeside Inn for three nights. My budget is $900."),
-        _entry("assistant", "Great, the Lakeside Inn it is. I'll draft a packing list for Keene."),
-        _entry("user", "I'm not sure whether we should bring the canoe. What about parking?"),
-    ]
-)
-
-
-def test_extractive_writes_a_specific_title_a_sentence_and_an_account() -> None:
-    args = ReviewArgs("s", "Hi! Can you plan a road trip to keene for july 8-11?", None, TRIP, True)
-
-    output = ExtractiveReviewer().review(args)
-
-    assert validate_review_output(dict(output)) == output  # type: ignore[arg-type]
-    assert output["title"] == "Plan a road trip to Keene for july 8-11"
-    assert "@" not in output["title"]
-    assert output["contains"].endswith(".")
-    assert output["contains"].count(". ") == 0
-    kinds = {note["kind"]: note["text"] for note in output["notes"]}
-    assert "Lakeside Inn for three nights" in kinds["decision"]
-    assert "canoe" in kinds["open-thread"] or "parking" in kinds["open-thread"]
-    assert "packing list" in kinds["follow-up"]
-
-
-def test_extractive_is_deterministic() -> None:
-    args = ReviewArgs("s", None, None, TRIP, True)
-    assert ExtractiveReviewer().review(args) == ExtractiveReviewer().review(args)
-
-
-def test_extractive_extends_the_previous_account_and_keeps_the_title() -> None:
-    previous = render_account(
-        [
-            {"kind": "open-thread", "text": "Which hotel in Keene for the three nights?"},
-            {"kind": "learned", "text": "The boxholder travels with Indigo."},
-        ]
-    )
-    span = render_entries(
-        [_entry("user", "We decided on the Lakeside Inn hotel in Keene for the three nights.")]
-    )
-
-    output = ExtractiveReviewer().review(
-        ReviewArgs("s", "Road trip to Keene", previous, span, False)
-    )
-
-    assert output["title"] == ""
-    assert "road trip to keene" in output["contains"].lower()
-    texts = [note["text"] for note in output["notes"]]
-    assert "The boxholder travels with Indigo." in texts
-    assert "Which hotel in Keene for the three nights?" not in texts
-    assert any("Lakeside Inn" in text for text in texts)
-
-
-def test_extractive_never_titles_with_a_redaction_marker() -> None:
-    span = render_entries(
-        [_entry("user", f"{REDACTED_CREDENTIAL} please rotate the staging deploy credentials now")]
-    )
-    output = ExtractiveReviewer().review(ReviewArgs("s", None, None, span, True))
-    assert REDACTED_CREDENTIAL not in output["title"]
-    assert "staging deploy" in output["title"].lower()
-
-
-def test_a_rendered_span_reads_back_into_turns() -> None:
-    turns = parse_rendered_span(TRIP + "\n\n… (5 chars of conversation elided) …\n\n")
-    assert [turn.is_user for turn in turns] == [True, False, True, False, True]
 
 
 def test_the_outbound_prompt_redacts_every_text() -> None:
