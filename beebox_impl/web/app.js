@@ -87,6 +87,12 @@ const state = {
   // made: a status read that began before an answer is older than it.
   answers: 0,
   queuedAnswer: new Map(),
+  // A stop seen (this page's, or a `close` {code: 0} from elsewhere): the send answers
+  // counted before it (a copy queued by then was dropped with the queue), and whether
+  // the chat has stayed stopped since (no turn begun).
+  stopMark: null,
+  stopped: false,
+  stopAsked: false,
   status: null,
   online: false,
   // The turn as it streams in: assistant messages by uuid, and partial text.
@@ -224,15 +230,19 @@ async function refreshOnce() {
   if (state.viewing === null) {
     state.pending = mergeAcceptedIntoPending(state.pending, boot.pending ?? []);
     // Nothing queued any more: a copy that was queued before this read began is now
-    // the turn being answered (one answered since is newer than what the read saw).
+    // the turn being answered (one answered since is newer than what the read saw),
+    // unless a stop came after it: the stop cleared the queue it was in.
     if (!queuedThen) {
       for (const [uuid, delivery] of state.delivery) {
-        if (delivery === "queued" && (state.queuedAnswer.get(uuid) ?? 0) <= answersBefore) {
-          state.delivery.set(uuid, "sent");
+        const answer = state.queuedAnswer.get(uuid) ?? 0;
+        if (delivery === "queued" && answer <= answersBefore) {
+          const dropped = state.stopMark !== null && answer <= state.stopMark;
+          state.delivery.set(uuid, dropped ? "dropped" : "sent");
           state.queuedAnswer.delete(uuid);
         }
       }
     }
+    forgetDropped(boot.pending ?? []);
   }
   mergePermissions(boot.permissions ?? [], permissionsBefore);
   const shown = new Set(state.entries.map((entry) => entry.uuid));
@@ -293,6 +303,8 @@ async function deliver(item) {
     const answer = await api.send(entryText(entry), entry.messageId, images);
     state.outbox.delete(entry.messageId);
     state.answers += 1;
+    // A turn began: the chat is not stopped any more.
+    if (answer?.turnId) state.stopped = false;
     state.delivery.set(entry.uuid, answer?.queued ? "queued" : "sent");
     if (answer?.queued) state.queuedAnswer.set(entry.uuid, state.answers);
     if (answer?.queued && state.status) state.status.queued = Math.max(state.status.queued, 1);
@@ -314,6 +326,22 @@ async function deliver(item) {
   }
   savePending();
   render();
+}
+
+/** A stop cleared the queue: the copies queued by the `mark`-th send answer were dropped. */
+function stopSeen(mark) {
+  state.stopMark = Math.max(state.stopMark ?? 0, mark);
+  state.stopped = true;
+}
+
+/** A dropped copy stays as long as the box's record of accepted sends lists its text
+ * (as a fresh page would show it), then goes: its echo will never retire it. */
+function forgetDropped(accepted) {
+  const listed = new Set(accepted.map((entry) => normalizeForCompare(entryText(entry))));
+  const kept = state.pending.filter(
+    (entry) => state.delivery.get(entry.uuid) !== "dropped" || listed.has(normalizeForCompare(entryText(entry))),
+  );
+  if (kept.length !== state.pending.length) retire(kept);
 }
 
 function retryUnsent() {
@@ -405,7 +433,18 @@ function onEvent(name, data) {
       return;
     case "chat-turn":
       if (state.status) state.status.busy = true;
+      state.stopped = false;
       render();
+      refresh();
+      return;
+    case "close":
+      // The run ended: `code` 0 after a deliberate stop (this page's or another's).
+      if (data.code === 0) {
+        if (!state.stopAsked) stopSeen(state.answers);
+        state.stopAsked = false;
+      } else {
+        state.stopped = false;
+      }
       refresh();
       return;
     case "session-id":
@@ -429,7 +468,7 @@ function onEvent(name, data) {
       showNotice(`The agent could not answer: ${data.error ?? "unknown error"}`);
       return;
     default:
-      // chat-user-message, done, close, task, events-lost: the state has moved on.
+      // chat-user-message, done, task, events-lost: the state has moved on.
       refresh();
   }
 }
@@ -610,6 +649,9 @@ function renderStatus(retryInMs = null) {
   if (!state.online) {
     mode = "offline";
     text = retryInMs === null ? "Connecting…" : `Offline — reconnecting in ${Math.ceil(retryInMs / 1000)} s`;
+  } else if (state.status?.phase === "stopping") {
+    mode = "busy";
+    text = "Stopping…";
   } else if (state.status?.busy) {
     mode = "busy";
     const asking = state.permissions.size;
@@ -618,6 +660,10 @@ function renderStatus(retryInMs = null) {
   } else if (state.status?.phase === "starting") {
     mode = "busy";
     text = "Starting…";
+  } else if (state.status?.running === false) {
+    // No run (stopped, or none yet): the next message starts one, in this conversation.
+    text = state.stopped ? "Stopped · Send starts the agent again" : "Not running · Send starts the agent";
+    if (queued > 0) text = `${text} · ${queued} queued, to go with your next message`;
   }
   if (state.viewing !== null) text = `${text} · viewing an earlier session`;
   ui.status.textContent = text;
@@ -626,7 +672,8 @@ function renderStatus(retryInMs = null) {
 
 function renderControls() {
   const busy = Boolean(state.status?.busy || state.status?.running);
-  ui.stop.disabled = !state.online || !busy;
+  // A stop under way has nothing more to stop.
+  ui.stop.disabled = !state.online || !busy || state.status?.phase === "stopping";
   ui.restart.disabled = !state.online || !state.status?.running;
   const readOnly = state.viewing !== null;
   ui.text.disabled = readOnly;
@@ -801,11 +848,18 @@ function wireComposer() {
 function wireControls() {
   ui.loadEarlier.addEventListener("click", loadEarlier);
   ui.stop.addEventListener("click", async () => {
+    // The sends answered by now were queued before the stop, which clears the queue.
+    const mark = state.answers;
+    // This stop's `close` event may come before its answer: it is this stop, not another.
+    state.stopAsked = true;
     try {
       state.status = (await api.stop()).status;
+      stopSeen(mark);
     } catch (error) {
+      state.stopAsked = false;
       showNotice(`Stop failed: ${error.message}`);
     }
+    render();
     refresh();
   });
   ui.restart.addEventListener("click", async () => {

@@ -13,6 +13,7 @@ const STATE_LABELS = {
   error: "Recorded, but the chat could not take it",
   rejected: "Refused",
   accepted: "Waiting for the transcript",
+  dropped: "Not sent: Stop cleared the queue",
 };
 
 function element(tag, className, text) {

@@ -23,6 +23,7 @@ from tests.agent.claude_cli import OfflineClaude, cli_path
 from tests.agent.messages_api import MessagesApiDouble, Recorded, Reply, Text, ToolUse
 from tests.agent.test_serve_claude import Served, serve_claude
 from tests.web.test_browser import DESKTOP, PHONE, WAIT_MS
+from tests.web.test_stop_browser import STOPPED
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Expect, Locator, Page, Route, ViewportSize
@@ -328,7 +329,7 @@ def test_stop_while_asking_takes_the_card_away(
         expect(card(page)).to_have_count(1, timeout=ASK_WAIT_MS)
         page.locator("#stop").click()
         expect(card(page)).to_have_count(0)
-        expect(page.locator("#status")).to_have_text("Ready")
+        expect(page.locator("#status")).to_have_text(STOPPED)
         decisions = served.client.request("GET", "/api/chat/permissions").json()["decisions"]
         assert [(d["how"], d["decision"]) for d in decisions] == [("stopped", "deny")]
         assert problems == []
