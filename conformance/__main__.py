@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from beebox_impl.settings import DEFAULT_PHOTO_MODE
+from beebox_spec.transcript import PHOTO_MODES
 from conformance.runner import ALLOW_WRITES, PACKAGED_VECTORS, RunReport, count_kinds, run_files
 from conformance.serve import ServeFailed, served_box
 from conformance.targets import HandlerTable
@@ -113,15 +115,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports: dict[str, RunReport] = {}
     with contextlib.ExitStack() as stack:
         if args.serve and not args.url:
+            # One box a photo mode: a box reads every transcript in its own.
             try:
-                served = stack.enter_context(served_box())
+                served = {mode: stack.enter_context(served_box(mode)) for mode in PHOTO_MODES}
             except ServeFailed as error:
                 print(f"FAIL --serve: {error}")
                 return 1
-            host = HttpHost(served.url, served.token)
+            default = served[DEFAULT_PHOTO_MODE]
             chosen["serve"] = {
-                **http_handlers(served.url, served.token),
-                **served_transcript_handlers(host, served.write_transcript),
+                **http_handlers(default.url, default.token),
+                **served_transcript_handlers(
+                    {
+                        mode: (HttpHost(box.url, box.token), box.write_transcript)
+                        for mode, box in served.items()
+                    }
+                ),
             }
         for name, handlers in chosen.items():
             if isinstance(handlers, str):

@@ -34,6 +34,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from beebox_spec.transcript import PhotoMode
 from conformance.engine_contract import DEFAULT_TIMEOUT_SECONDS, run_engine_contract
 from conformance.protocols import (
     ChatSessionFactory,
@@ -161,13 +162,16 @@ def check_content_transform(
 
 
 def check_transcript_reader(
-    make_reader: Callable[[], TranscriptReader], *, vectors: Iterable[Path] = (PACKAGED_VECTORS,)
+    make_reader: Callable[[PhotoMode], TranscriptReader],
+    *,
+    vectors: Iterable[Path] = (PACKAGED_VECTORS,),
 ) -> None:
     """Transcript files read back: ``transcript/read-lines``, ``transcript/entries``,
     ``media/find-line`` and ``media/extract``.
 
     Each case's lines are written to a temporary file joined by ``\\n``, and a
-    fresh reader from ``make_reader`` reads it.
+    fresh reader from ``make_reader(photo_mode)`` reads it: ``"original"``, or the
+    mode the case names (``"refs"``: every photo by reference).
     """
     _check("check_transcript_reader", vectors, transcript_file_handlers(make_reader))
 

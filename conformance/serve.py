@@ -3,7 +3,9 @@
 `python -m conformance --serve` (and `nox -s conformance`) starts the box's own
 server as a separate process, exactly as a person would (`bbx serve --port 0`,
 its transcripts in the temporary folder too), reads the URL and token from the
-one line it prints, and stops it with SIGTERM when the run is done.
+one line it prints, and stops it with SIGTERM when the run is done. A box reads
+photos in one mode (its settings' ``history.photos``), so the run serves one box
+per mode it reads transcript cases in.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.box import init_box
 from beebox_impl.cli_box import parse_serving_line
+from beebox_impl.settings import settings_path
 from beebox_impl.transcript.location import transcript_path
+from beebox_spec.transcript import PhotoMode
 
 __all__ = ["ServeFailed", "ServedBox", "served_box"]
 
@@ -39,6 +44,7 @@ class ServedBox:
     token: str
     box_root: Path
     projects_root: Path
+    photos: PhotoMode
 
     def write_transcript(self, session_id: str, data: bytes) -> None:
         """Make ``data`` the transcript of ``session_id`` in this box."""
@@ -48,10 +54,13 @@ class ServedBox:
 
 
 @contextmanager
-def served_box() -> Iterator[ServedBox]:
-    """A `bbx serve` on a fresh temporary box, stopped on exit."""
+def served_box(photos: PhotoMode = "refs") -> Iterator[ServedBox]:
+    """A `bbx serve` on a fresh temporary box reading photos in mode ``photos``,
+    stopped on exit."""
     with tempfile.TemporaryDirectory(prefix="bbx-conformance-serve-") as folder:
         root = Path(folder)
+        init_box(root / "box")
+        settings_path(root / "box").write_text(f"history:\n  photos: {photos}\n")
         env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(root / "projects")}
         command = [sys.executable, "-m", "beebox_impl", "serve"]
         process = subprocess.Popen(
@@ -69,7 +78,7 @@ def served_box() -> Iterator[ServedBox]:
                 process.kill()
                 raise ServeFailed(f"bbx serve did not start: {process.stderr.read().strip()}")
             url, token = serving
-            yield ServedBox(url, token, (root / "box").resolve(), root / "projects")
+            yield ServedBox(url, token, (root / "box").resolve(), root / "projects", photos)
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)

@@ -43,7 +43,7 @@ import http.client
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from http.cookies import SimpleCookie
 from typing import Any, Final
@@ -53,7 +53,9 @@ from beebox_impl.http.routes import media_missing_status
 from beebox_spec.entries import MAX_SESSION_ENTRIES
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import SAFE_ID_RE
+from beebox_spec.transcript import PhotoMode
 from conformance.targets import HandlerTable
+from conformance.targets.transcript_files import case_photo_mode
 
 __all__ = [
     "HttpHost",
@@ -255,18 +257,23 @@ def http_handlers(url: str, token: str) -> HandlerTable:
     return {"http/exchange": partial(_exchange, HttpHost(url, token))}
 
 
-def served_transcript_handlers(host: HttpHost, write_transcript: TranscriptWriter) -> HandlerTable:
+def served_transcript_handlers(
+    boxes: Mapping[PhotoMode, tuple[HttpHost, TranscriptWriter]],
+) -> HandlerTable:
     """`transcript/entries` and `media/extract` through a served box's API.
 
-    For a box whose transcripts this process can write (`python -m conformance
-    --serve` starts one): each case's lines become the transcript of its session
-    (``write_transcript``), and the host's history of it, read as one page from
-    the top, is the answer; `ServedMediaExtract` reads photos back by reference.
-    `transcript/read-lines` and `media/find-line` have no route that answers in
-    their shapes (line classes, line numbers), so a served box leaves them out.
+    For boxes whose transcripts this process can write (`python -m conformance
+    --serve` starts one a photo mode, ``boxes``: its host and its writer): each
+    case's lines become the transcript of its session in the box reading photos
+    in the case's mode (`case_photo_mode`), and the host's history of it, read as
+    one page from the top, is the answer; `ServedMediaExtract` reads photos back
+    by reference. `transcript/read-lines` and `media/find-line` have no route
+    that answers in their shapes (line classes, line numbers), so a served box
+    leaves them out.
     """
 
     def entries(case_input: Any) -> Any:
+        host, write_transcript = boxes[case_photo_mode(case_input)]
         session_id = str(case_input["sessionId"])
         lines = "\n".join(case_input["lines"])
         write_transcript(session_id, lines.encode("utf-8", "surrogatepass"))
@@ -276,9 +283,10 @@ def served_transcript_handlers(host: HttpHost, write_transcript: TranscriptWrite
             return {"status": status, "body": answer[:200].decode("utf-8", "replace")}
         return json.loads(answer)["entries"]
 
+    # Following a reference back does not depend on the photo mode: either box.
     return {
         "transcript/entries": entries,
-        "media/extract": ServedMediaExtract(host, write_transcript),
+        "media/extract": ServedMediaExtract(*boxes[next(iter(boxes))]),
     }
 
 

@@ -25,6 +25,7 @@ from beebox_impl.transcript import (
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.media import ExtractResult, LineLookup
+from beebox_spec.transcript import PhotoMode
 from conformance.protocols import LineReading
 from conformance.targets import HandlerTable
 from conformance.targets.impl_review import IMPL_REVIEW_HANDLERS
@@ -36,15 +37,17 @@ __all__ = ["TRANSCRIPT_HANDLERS", "ImplTranscriptReader", "impl_handlers"]
 
 
 class ImplTranscriptReader:
-    """`beebox_impl.transcript`'s readers as a `TranscriptReader`, with its own index cache."""
+    """`beebox_impl.transcript`'s readers as a `TranscriptReader`, with its own index
+    cache, reading photos in mode ``photos``."""
 
-    def __init__(self) -> None:
-        self._cache = TranscriptIndexCache()
+    def __init__(self, photos: PhotoMode = "original") -> None:
+        self._photos = photos
+        self._cache = TranscriptIndexCache(photos=photos)
 
     def read_lines(self, path: Path, /) -> Sequence[LineReading]:
         return [
             {"lineNumber": r.line_number, "kind": r.kind, "mediaStripped": r.media_stripped}
-            for r in read_line_records(path)
+            for r in read_line_records(path, photos=self._photos)
         ]
 
     def read_entries(self, path: Path, session_id: str, /) -> Sequence[SessionEntry]:

@@ -25,6 +25,7 @@ from beebox_spec.transcript import (
 )
 from conformance.protocols import ContentTransformer, MediaRefCodec
 from conformance.targets import HandlerTable
+from conformance.targets.transcript_files import case_photo_mode
 
 __all__ = ["HANDLERS", "content_transform_handlers", "media_ref_handlers"]
 
@@ -85,13 +86,17 @@ def _transcript_read_lines(case_input: Any) -> Any:
             "kind": line["kind"],
             "mediaStripped": line["kind"] == "parseable" and line["mediaStripped"],
         }
-        for line in read_transcript_lines(_file_lines(case_input))
+        for line in read_transcript_lines(
+            _file_lines(case_input), photos=case_photo_mode(case_input)
+        )
     ]
 
 
 def _transcript_entries(case_input: Any) -> Any:
     assert isinstance(case_input, dict)
-    return entries_from_lines(case_input["sessionId"], _file_lines(case_input))
+    return entries_from_lines(
+        case_input["sessionId"], _file_lines(case_input), photos=case_photo_mode(case_input)
+    )
 
 
 def _media_find_line(case_input: Any) -> Any:

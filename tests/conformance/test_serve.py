@@ -44,11 +44,12 @@ def test_a_history_that_differs_from_the_transcript_fails_the_case(tmp_path: Pat
         def write_elsewhere(_session: str, data: bytes) -> None:
             (tmp_path / "elsewhere.jsonl").write_bytes(data)
 
-        misplaced = served_transcript_handlers(host, write_elsewhere)
+        misplaced = served_transcript_handlers({served.photos: (host, write_elsewhere)})
         line = '{"type":"user","uuid":"u-1","timestamp":"t","message":{"content":"hi"}}'
-        assert misplaced["transcript/entries"]({"sessionId": "s-1", "lines": [line]}) == []
-        placed = served_transcript_handlers(host, served.write_transcript)
-        (entry,) = placed["transcript/entries"]({"sessionId": "s-1", "lines": [line]})
+        case = {"sessionId": "s-1", "lines": [line], "photoMode": served.photos}
+        assert misplaced["transcript/entries"](case) == []
+        placed = served_transcript_handlers({served.photos: (host, served.write_transcript)})
+        (entry,) = placed["transcript/entries"](case)
         assert entry["uuid"] == "u-1"
 
 
