@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import re
+import tomllib
+from pathlib import Path
 
 import anyio
 import pytest
@@ -33,3 +36,14 @@ def test_every_anyio_test_is_collected_on_both_backends(request: pytest.FixtureR
     if not backends:
         pytest.skip("no anyio test selected in this session")
     assert {name: seen for name, seen in backends.items() if seen != {"asyncio", "trio"}} == {}
+
+
+def test_both_loops_come_with_a_plain_install() -> None:
+    # `pip install .` alone must run the box on trio (the embedding guide's trio
+    # host, `python -m conformance --target all`): trio is a dependency, no extra.
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    required = {
+        re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+        for requirement in project["project"]["dependencies"]
+    }
+    assert {"anyio", "trio"} <= required
