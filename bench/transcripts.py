@@ -1,6 +1,7 @@
 """Transcript benchmark: history reads, the strip and photo fetches, beside baselines.
 
-Run: `python bench/transcripts.py [--quick] [--reps K] [--allocator serve|default]`
+Run: `python bench/transcripts.py [--quick] [--reps K] [--allocator serve|default]
+[--photos refs|original]`
 from the repository root (or anywhere: it finds its own generator). It writes a
 realistic transcript into a temporary directory (`bench/generate_transcript.py`:
 2,000 lines, 150 pasted photos of ~1 MB, ~150 MB; then the same at 4x), measures
@@ -116,6 +117,7 @@ class Config:
     reps: int
     rounds: int  # every child run this many times, interleaved; best over all
     allocator: str = "serve"  # "serve": children tune malloc as `bbx serve` does
+    photo_mode: str = "refs"  # the history's photo mode (`beebox_spec.transcript`, rule 2)
 
 
 FULL: Final = Config("full", entries=2000, photos=150, big_scale=4, reps=5, rounds=2)
@@ -136,6 +138,7 @@ class Job:
     session_id: str
     reps: int
     mode: str = ""  # "cold" | "shelved" | "warm" for our operations
+    photo_mode: str = "refs"  # the photo mode our reads use: "refs" (the box's) or "original"
     expected_total: int = 0
     expected_entries: int = 0
     expected_refs: list[str] = field(default_factory=list)  # the photo refs, in order
@@ -527,10 +530,12 @@ def _child_ours(job: Job, outcome: Outcome) -> None:
         read_history,
     )
     from beebox_spec.media import MediaRef  # noqa: PLC0415
+    from beebox_spec.transcript import PhotoMode  # noqa: PLC0415
 
     path = Path(job.path)
     ref: MediaRef = {"sessionId": job.session_id, "entryUuid": job.photo_uuid, "index": 0}
-    cache = TranscriptIndexCache(capacity=CACHE_CAPACITY)
+    photos: PhotoMode = "refs" if job.photo_mode == "refs" else "original"
+    cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, photos=photos)
     call: Callable[[], object]
     if job.op == "tail":
         check = _history_check(job)
@@ -556,11 +561,11 @@ def _child_ours(job: Job, outcome: Outcome) -> None:
         if job.mode == "shelved":
             shelf = IndexShelf(Path(tempfile.mkdtemp(prefix="bbx-bench-shelf-")))
             # Untimed: the earlier process, which built the index and shelved it.
-            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf)
+            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
             index_then_call()
         meter = PeakMeter()
         for rep in range(job.reps):
-            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf)
+            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
             gc.collect()
             if rep == 0:
                 meter.start()
@@ -971,6 +976,8 @@ def measure_size(
     if full_set:
         jobs["strip"] = Job("strip", path, sid, reps)
         jobs["strip"].strip_offsets = [photo.offset for photo in made.photos[:STRIP_LINES]]
+    for job in jobs.values():
+        job.photo_mode = config.photo_mode
     runs: dict[str, list[Outcome]] = {key: [] for key in jobs}
     for round_number in range(1, config.rounds + 1):
         for key, job in jobs.items():
@@ -1237,6 +1244,14 @@ def main(argv: list[str] | None = None) -> int:
         help="serve: every child tunes glibc's malloc as `bbx serve` does (the default); "
         "default: glibc's own settings",
     )
+    parser.add_argument(
+        "--photos",
+        choices=("refs", "original"),
+        default="refs",
+        help="the history's photo mode our reads use: refs (the box's default: every "
+        "photo by reference, every line scanned for payloads) or original (only lines "
+        "over 256 KiB stripped)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
@@ -1247,6 +1262,7 @@ def main(argv: list[str] | None = None) -> int:
         reps=args.reps or config.reps,
         rounds=args.rounds or config.rounds,
         allocator=args.allocator,
+        photo_mode=args.photos,
     )
     reps = config.reps
     started = time.perf_counter()
@@ -1271,6 +1287,7 @@ def main(argv: list[str] | None = None) -> int:
         f"allocator, in every child (ours and baselines alike): {allocator_settings} "
         "(--allocator serve|default)"
     )
+    print(f"photo mode of our reads: {config.photo_mode} (--photos refs|original)")
     with tempfile.TemporaryDirectory(prefix="beebox-bench-") as tmp:
         runs: list[SizeRun] = []
         for scale in (1, config.big_scale):
