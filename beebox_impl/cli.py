@@ -3,8 +3,11 @@
 Subcommands land with the parts of the box they drive:
 
 - ``bbx phases`` prints the chat run phase table, generated from the spec;
-- ``bbx chat history SESSION [--tail N | --page OFFSET LIMIT] [--json]`` reads a
-  session's history from its transcript, photos as references;
+- ``bbx chat sessions [--limit N] [--json]`` lists the box's chat sessions, newest
+  first: id, title, last activity, entries and photos (`beebox_impl.cli_sessions`);
+- ``bbx chat history [SESSION] [--tail N | --page OFFSET LIMIT] [--json]`` reads a
+  session's history from its transcript, photos as references (no SESSION: the
+  box's current chat);
 - ``bbx chat media REF -o FILE`` writes the one photo a reference names;
 - ``bbx init``, ``bbx serve``, ``bbx chat send`` make, run and talk to a box
   (`beebox_impl.cli_box`);
@@ -12,21 +15,33 @@ Subcommands land with the parts of the box they drive:
   (`beebox_impl.review.command`).
 
 A box is a folder (``--box``, default the current folder); its transcripts are
-found where the engine writes them (`beebox_impl.transcript.location`). Errors go
-to stderr with a non-zero exit; data goes to stdout.
+found where the engine writes them (`beebox_impl.transcript.location`). Data goes
+to stdout. An error is one line on stderr starting ``bbx: `` (the box's own logged
+warnings too), never a traceback; exit 1 for what failed or is not there, 2 for a
+malformed request (`beebox_impl.cli_common`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from beebox_impl.cli_box import add_box_commands, run_box_command
+from beebox_impl.cli_common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    add_box_option,
+    box_refusal,
+    counted,
+    fail,
+)
 from beebox_impl.review.command import add_review_commands, run_review_command
 from beebox_impl.store.database import database_path
 from beebox_impl.transcript import (
@@ -50,27 +65,56 @@ from beebox_spec.transcript import InvalidHistorySlice
 
 __all__ = ["build_parser", "main"]
 
-# Exit codes: 0 done, 1 the thing asked for is not there, 2 the request is malformed.
-EXIT_NOT_FOUND = 1
-EXIT_USAGE = 2
-DEFAULT_TAIL = 50
+DEFAULT_TAIL: Final = 50
+# Sessions `bbx chat sessions` lists unless --limit says otherwise, and at most.
+DEFAULT_SESSIONS_LISTED: Final = 20
+MAX_SESSIONS_LISTED: Final = 1000
+# A process stopped by Ctrl-C exits as the shell would report it (128 + SIGINT).
+EXIT_INTERRUPTED: Final = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `bbx` and its subcommands."""
     parser = argparse.ArgumentParser(prog="bbx", description="Run and inspect a beebox.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help="what to do (bbx COMMAND -h for its options)"
+    )
 
     phases = commands.add_parser(
         "phases", help="print the chat run phase table and its legal transitions"
     )
     phases.add_argument("--markdown", action="store_true", help="print it as Markdown")
 
-    chat = commands.add_parser("chat", help="the box's chat: history and photos")
-    chat_commands = chat.add_subparsers(dest="chat_command", metavar="CHAT_COMMAND", required=True)
+    chat = commands.add_parser(
+        "chat", help="the box's chat: its sessions, history, photos, sends and review"
+    )
+    chat_commands = chat.add_subparsers(
+        dest="chat_command",
+        metavar="CHAT_COMMAND",
+        required=True,
+        help="what to do (bbx chat CHAT_COMMAND -h for its options)",
+    )
+
+    sessions = chat_commands.add_parser(
+        "sessions", help="list the box's chat sessions, newest first"
+    )
+    sessions.add_argument(
+        "--limit",
+        type=counted(MAX_SESSIONS_LISTED),
+        default=DEFAULT_SESSIONS_LISTED,
+        metavar="N",
+        help=f"the N newest (1-{MAX_SESSIONS_LISTED}; default {DEFAULT_SESSIONS_LISTED})",
+    )
+    sessions.add_argument("--json", action="store_true", help="print them as JSON")
+    add_box_option(sessions)
 
     history = chat_commands.add_parser("history", help="print a session's history")
-    history.add_argument("session", help="the SDK session id")
+    history.add_argument(
+        "session",
+        nargs="?",
+        help="the SDK session id, as `bbx chat sessions` lists it (default: the box's current"
+        " chat)",
+    )
     window = history.add_mutually_exclusive_group()
     window.add_argument(
         "--tail", type=int, metavar="N", help=f"the last N entries (default {DEFAULT_TAIL})"
@@ -79,23 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--page", type=int, nargs=2, metavar=("OFFSET", "LIMIT"), help="LIMIT entries from OFFSET"
     )
     history.add_argument("--json", action="store_true", help="print the history as JSON")
-    _add_box_option(history)
+    add_box_option(history)
 
     media = chat_commands.add_parser("media", help="write the photo a media reference names")
     media.add_argument("ref", help="<sessionId>/<entryUuid>/<index>, as history prints it")
     media.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write it (- for stdout)"
     )
-    _add_box_option(media)
+    add_box_option(media)
     add_box_commands(commands, chat_commands)
     add_review_commands(chat_commands)
     return parser
-
-
-def _add_box_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--box", type=Path, default=Path.cwd(), metavar="DIR", help="the box folder (default: .)"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,9 +144,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    with _warnings_said_as_bbx():
+        try:
+            return _run(parser, args, owns_process=argv is None)
+        except KeyboardInterrupt:
+            return fail("interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            # The reader went away (`bbx chat history | head`): nobody to tell.
+            _discard_stdout()
+            return EXIT_FAILED
+
+
+def _discard_stdout() -> None:
+    # What is left in stdout's buffer would fail again as the interpreter exits.
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+class _SaidAsBbx(logging.Handler):
+    """The box's own warnings, said on stderr as `bbx` says its errors (`fail`)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fail(record.getMessage())
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _warnings_said_as_bbx() -> Iterator[None]:
+    # For as long as the command runs: a host that calls `main` keeps its logging as it was.
+    package = logging.getLogger("beebox_impl")
+    handler = _SaidAsBbx(logging.WARNING)
+    package.addHandler(handler)
+    try:
+        yield
+    finally:
+        package.removeHandler(handler)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_process: bool) -> int:
     if args.command == "phases":
         sys.stdout.write(render_markdown() if args.markdown else render_text())
         return 0
+    if args.command == "chat" and args.chat_command == "sessions":
+        return _chat_sessions(args)
     if args.command == "chat" and args.chat_command == "history":
         return _chat_history(args)
     if args.command == "chat" and args.chat_command == "media":
@@ -117,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_review_command(args)
     # Without arguments this is the process's own command line (``python -m
     # beebox_impl.cli``), which `bbx serve` may restart; a host's `main([...])` never.
-    handled = run_box_command(args, owns_process=argv is None)
+    handled = run_box_command(args, owns_process=owns_process)
     if handled is not None:
         return handled
     parser.print_help()
@@ -135,19 +216,68 @@ def _index_cache(box_root: Path) -> TranscriptIndexCache:
     return TranscriptIndexCache(capacity=1, shelf=shelf)
 
 
-def _chat_history(args: argparse.Namespace) -> int:
+def _transcript_of(box_root: Path) -> Callable[[str], Path]:
+    """Where the box's transcript of a session is (`InvalidSessionId` for a bad id)."""
+    root = _projects_root()
+    return lambda session_id: transcript_path(box_root, session_id, root)
+
+
+def _chat_sessions(args: argparse.Namespace) -> int:
+    # Imported here: the cards' YAML reader is not every command's.
+    from beebox_impl.cli_sessions import list_sessions, write_sessions  # noqa: PLC0415
+
+    refusal = box_refusal(args.box)
+    if refusal is not None:
+        return fail(refusal)
+    box_root = args.box.expanduser().resolve()
     try:
-        path = transcript_path(args.box, args.session, _projects_root())
+        sessions, more = list_sessions(
+            box_root,
+            transcript_of=_transcript_of(box_root),
+            cache=_index_cache(box_root),
+            limit=args.limit,
+        )
+    except OSError as error:
+        return fail(f"cannot list the sessions of {box_root}: {error}")
+    if args.json:
+        json.dump(sessions, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        write_sessions(sessions, more, sys.stdout)
+    return 0
+
+
+def _current_session(box: Path) -> str | None:
+    """The box's current chat session, or None having said why there is none."""
+    from beebox_impl.cli_sessions import current_session_id  # noqa: PLC0415
+
+    refusal = box_refusal(box)
+    if refusal is not None:
+        fail(refusal)
+        return None
+    session_id = current_session_id(box.expanduser().resolve())
+    if session_id is None:
+        fail(
+            f"the box at {box} has no chat session yet: `bbx chat send TEXT` starts one,"
+            " `bbx chat sessions` lists the others"
+        )
+    return session_id
+
+
+def _chat_history(args: argparse.Namespace) -> int:
+    session_id = args.session if args.session is not None else _current_session(args.box)
+    if session_id is None:
+        return EXIT_FAILED
+    try:
+        path = _transcript_of(args.box)(session_id)
         tail = DEFAULT_TAIL if args.tail is None else args.tail
         window = PageSlice(*args.page) if args.page else TailSlice(tail)
     except (InvalidSessionId, InvalidHistorySlice) as error:
-        print(f"bbx: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(error), EXIT_USAGE)
     # A session with no readable transcript reads as empty; at a terminal, say why.
     if not path.is_file():
-        print(f"bbx: no transcript for session {args.session} at {path}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    history = read_history(path, args.session, window, cache=_index_cache(args.box))
+        return fail(f"no transcript for session {session_id} at {path}")
+    history = read_history(path, session_id, window, cache=_index_cache(args.box))
     if args.json:
         json.dump(history, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -194,19 +324,20 @@ def _block_text(block: SessionContentBlock) -> str:
 def _chat_media(args: argparse.Namespace) -> int:
     try:
         ref = parse_media_ref(args.ref)
-        path = transcript_path(args.box, ref["sessionId"], _projects_root())
+        path = _transcript_of(args.box)(ref["sessionId"])
     except (MalformedMediaRef, InvalidSessionId) as error:
-        print(f"bbx: malformed media reference: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"malformed media reference: {error}", EXIT_USAGE)
     result = fetch_media(path, ref, cache=_index_cache(args.box))
     if not isinstance(result, MediaFound):
-        print(f"bbx: no photo at {args.ref}: {result.reason}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+        return fail(f"no photo at {args.ref}: {result.reason}")
     if args.output == "-":
         sys.stdout.buffer.write(result.data)
         sys.stdout.buffer.flush()
     else:
-        Path(args.output).write_bytes(result.data)
+        try:
+            Path(args.output).write_bytes(result.data)
+        except OSError as error:
+            return fail(f"cannot write {args.output}: {error.strerror or error}")
         print(
             f"wrote {len(result.data)} bytes ({result.media_type}) to {args.output}",
             file=sys.stderr,

@@ -25,7 +25,9 @@
   gave it (`beebox_impl.store.permissions`).
 - ``bbx chat send TEXT [--image FILE]... [--box DIR | --url URL --token T]`` —
   sends a message to a running box over HTTP (with a fresh ``messageId``, so a
-  retry of the same command line is not a second message) and prints its answer.
+  retry of the same command line is not a second message) and prints its answer
+  (``turnId``, or ``queued``) with the ``sessionId`` of the chat it went to: for a
+  new chat, once the engine has named it (`bbx chat history` then shows it).
 """
 
 from __future__ import annotations
@@ -33,13 +35,16 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import errno
 import json
 import mimetypes
 import os
 import signal
 import sqlite3
 import sys
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from functools import partial
 from pathlib import Path
@@ -54,7 +59,15 @@ from beebox_impl.allocator import (
     trim_free_heap,
     tune_allocator_for_serving,
 )
-from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, is_box, read_token
+from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
+from beebox_impl.cli_common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    add_box_option,
+    box_refusal,
+    counted,
+    fail,
+)
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.claude_permissions import PERMISSION_MODES, PermissionMode
 from beebox_impl.engine.protocol import Engine, PreparableEngine
@@ -72,6 +85,7 @@ from beebox_impl.schedule import run_schedules
 from beebox_impl.settings import InvalidBoxSettings, PermissionSettings, load_box_settings
 from beebox_impl.store.database import BoxDatabase, create_database
 from beebox_impl.store.permissions import MAX_LISTED, PermissionDecision, PermissionDecisionStore
+from beebox_spec.entries import JsonObject
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
 __all__ = [
@@ -82,9 +96,11 @@ __all__ = [
     "serving_line",
 ]
 
-EXIT_FAILED: Final = 1
-EXIT_USAGE: Final = 2
 DEFAULT_PORT: Final = 8765
+# How long `bbx chat send` waits for the box's answer, and then for the engine to
+# name a new chat's session (a run's start: the engine's own start timeout, 45 s).
+_SEND_TIMEOUT_SECONDS: Final = 60.0
+_SESSION_POLL_SECONDS: Final = 0.05
 
 
 # How the one line `bbx serve` prints once it answers begins.
@@ -115,13 +131,34 @@ def add_box_commands(
 ) -> None:
     """Add ``init``, ``serve`` and ``chat send`` to `bbx`'s parser."""
     init = commands.add_parser("init", help="make a folder a box (idempotent)")
-    init.add_argument("dir", nargs="?", type=Path, default=Path.cwd(), metavar="DIR")
+    init.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="the folder (default: the current folder; made if missing)",
+    )
 
-    serve = commands.add_parser("serve", help="serve a box over HTTP")
-    serve.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help="0: any free port")
-    serve.add_argument("--engine", choices=["echo", "claude"], default="echo")
+    serve = commands.add_parser(
+        "serve", help="serve a box over HTTP (the folder is made a box if it is not one)"
+    )
+    add_box_option(serve)
+    serve.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"the address to listen on (default {DEFAULT_HOST})"
+    )
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"the port to listen on (default {DEFAULT_PORT}; 0: any free port)",
+    )
+    serve.add_argument(
+        "--engine",
+        choices=["echo", "claude"],
+        default="echo",
+        help="who answers: echo (offline, the default) or claude (Claude Code: the claude extra)",
+    )
     serve.add_argument(
         "--permission-mode",
         choices=PERMISSION_MODES,
@@ -163,17 +200,34 @@ def add_box_commands(
     permissions = chat_commands.add_parser(
         "permissions", help="how the agent's permission requests ended, newest first"
     )
-    permissions.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
+    add_box_option(permissions)
     permissions.add_argument(
-        "--limit", type=_listed_limit, default=50, metavar="N", help=f"1-{MAX_LISTED} (default 50)"
+        "--limit",
+        type=counted(MAX_LISTED),
+        default=50,
+        metavar="N",
+        help=f"the N latest (1-{MAX_LISTED}; default 50)",
     )
     permissions.add_argument("--json", action="store_true", help="print them as JSON")
 
-    send = chat_commands.add_parser("send", help="send a message to a running box")
-    send.add_argument("text")
-    send.add_argument("--image", type=Path, action="append", default=[], metavar="FILE")
-    send.add_argument("--box", type=Path, default=Path.cwd(), metavar="DIR")
-    send.add_argument("--url", help="the box's base URL (default: from the running bbx serve)")
+    send = chat_commands.add_parser(
+        "send", help="send a message to a running box; print its turn and session ids"
+    )
+    send.add_argument("text", help="the message")
+    send.add_argument(
+        "--image",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a photo to send with it (JPEG, PNG, GIF or WebP; again for more)",
+    )
+    add_box_option(send)
+    send.add_argument(
+        "--url",
+        type=_box_url,
+        help="the box's base URL (default: from the running bbx serve)",
+    )
     send.add_argument("--token", help="the box's token (default: the box's token file)")
 
 
@@ -196,30 +250,19 @@ def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> 
     return None
 
 
-def _listed_limit(text: str) -> int:
-    try:
-        limit = int(text)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LISTED:
-        raise argparse.ArgumentTypeError(f"a count from 1 to {MAX_LISTED}, not {text!r}")
-    return limit
-
-
 async def _recent_decisions(box_root: Path, limit: int) -> list[PermissionDecision]:
     async with await BoxDatabase.open(box_root) as database:
         return await PermissionDecisionStore(database).recent(limit)
 
 
 def _chat_permissions(args: argparse.Namespace) -> int:
-    if not is_box(args.box):
-        print(f"bbx: {args.box} is not a box: run `bbx init {args.box}`", file=sys.stderr)
-        return EXIT_FAILED
+    refusal = box_refusal(args.box)
+    if refusal is not None:
+        return fail(refusal)
     try:
         decisions = anyio.run(_recent_decisions, args.box.expanduser().resolve(), args.limit)
     except sqlite3.DatabaseError as error:
-        print(f"bbx: cannot read the box's database: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"cannot read the box's database: {error}")
     if args.json:
         json.dump([decision.as_json() for decision in decisions], sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -251,16 +294,14 @@ def _init(folder: Path) -> int:
     try:
         paths = init_box(folder)
     except OSError as error:
-        print(f"bbx: cannot make a box at {folder}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"cannot make a box at {folder}: {error}")
     # A box that exists already is looked at, not only found: a damaged token or
     # database is named here, not at the next serve.
     try:
         read_token(paths)
         create_database(paths.root)
     except (NotABoxError, OSError, sqlite3.DatabaseError) as error:
-        print(f"bbx: the box at {paths.root} is damaged: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"the box at {paths.root} is damaged: {error}")
     print(f"box ready at {paths.root}")
     return 0
 
@@ -306,7 +347,7 @@ async def _prepare_engine(engine: Engine | None, ready: anyio.Event) -> None:
             await engine.prepare()
     except Exception as error:
         # Not fatal to serving: the first send's start fails and says why again.
-        print(f"bbx: the engine is not ready: {error}", file=sys.stderr)
+        fail(f"the engine is not ready: {error}")
     finally:
         ready.set()
 
@@ -412,7 +453,7 @@ def _url_served(serve_file: str) -> str | None:
     except ValueError:
         return None
     url = served.get("url") if isinstance(served, dict) else None
-    return url if isinstance(url, str) else None
+    return url if isinstance(url, str) and _is_box_url(url) else None
 
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
@@ -474,20 +515,17 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
     try:
         check_host(args.host, allow_remote=args.allow_remote)
     except RemoteBindRefused as error:
-        print(f"bbx: {error}; pass --allow-remote", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"{error}; pass --allow-remote", EXIT_USAGE)
     try:
         args.permissions = serving_permissions(args)
     except InvalidBoxSettings as error:
-        print(f"bbx: cannot serve: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"cannot serve: {error}")
     if args.permissions.mode == "bypassPermissions" and not args.dangerously_bypass_permissions:
-        print(
-            "bbx: permission mode bypassPermissions lets Claude Code run every tool without"
+        return fail(
+            "permission mode bypassPermissions lets Claude Code run every tool without"
             " asking; pass --dangerously-bypass-permissions as well if you mean it",
-            file=sys.stderr,
+            EXIT_USAGE,
         )
-        return EXIT_USAGE
     # Before any thread starts: no per-thread caches that each connection's thread
     # fills for as long as it lives, and the photo buffers out of the heaps.
     if owns_process:
@@ -498,9 +536,18 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
         anyio.run(_serve_until_signalled, args)
     except* (OSError, NotABoxError, BoxAlreadyServed, sqlite3.DatabaseError) as errors:
         for problem in _leaves(errors):
-            print(f"bbx: cannot serve: {problem}", file=sys.stderr)
+            fail(f"cannot serve: {_why_not_served(problem, args)}")
         failed = True
     return EXIT_FAILED if failed else 0
+
+
+def _why_not_served(problem: BaseException, args: argparse.Namespace) -> str:
+    if isinstance(problem, OSError) and problem.errno == errno.EADDRINUSE:
+        return (
+            f"port {args.port} on {args.host} is already in use (another program listens"
+            " there); pass --port 0 to take any free port"
+        )
+    return str(problem)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
@@ -517,50 +564,98 @@ _MAX_PHOTO_BYTES: Final = HttpLimits().max_body_bytes * 3 // 4
 
 
 def _image_payload(path: Path) -> dict[str, str]:
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise ValueError(f"cannot send the photo {path}: {error.strerror or error}") from None
     media_type, _ = mimetypes.guess_type(path.name)
     if media_type not in SERVABLE_MEDIA_TYPES:
         raise ValueError(f"{path}: not a photo type the box keeps ({media_type or 'unknown'})")
-    size = path.stat().st_size
     if size > _MAX_PHOTO_BYTES:
         raise ValueError(
             f"{path}: too large to send ({size:,} bytes; a send carries at most"
             f" {_MAX_PHOTO_BYTES:,} bytes of photos)"
         )
-    return {"mediaType": media_type, "data": base64.b64encode(path.read_bytes()).decode("ascii")}
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ValueError(f"cannot send the photo {path}: {error.strerror or error}") from None
+    return {"mediaType": media_type, "data": base64.b64encode(data).decode("ascii")}
+
+
+def _is_box_url(text: str) -> bool:
+    """An http(s) URL with a host: what a box can be reached at."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _box_url(text: str) -> str:
+    if not _is_box_url(text):
+        raise argparse.ArgumentTypeError(f"not a box's http(s) URL: {text!r}")
+    return text
+
+
+def _call_box(url: str, token: str, path: str, body: dict[str, object] | None = None) -> JsonObject:
+    """One request to the box's API, its JSON answer; raises `urllib.error.URLError`
+    (`HTTPError` for an error status), `OSError` or `ValueError` (not a JSON object)."""
+    request = urllib.request.Request(
+        url.rstrip("/") + path,
+        data=None if body is None else json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        method="GET" if body is None else "POST",
+    )
+    with urllib.request.urlopen(request, timeout=_SEND_TIMEOUT_SECONDS) as response:
+        answer = json.loads(response.read().decode("utf-8"))
+    if not isinstance(answer, dict):
+        raise ValueError(f"{path} answered {answer!r}, not a JSON object")
+    return answer
+
+
+def _session_of_send(url: str, token: str) -> str | None:
+    """The session of the box's chat once a send is handed over: at once when the chat
+    has one; for a new chat, once the engine names it (the chat is busy until then);
+    None when the run ended or did not start without naming one."""
+    deadline = time.monotonic() + _SEND_TIMEOUT_SECONDS
+    while True:
+        bootstrap = _call_box(url, token, "/api/chat/bootstrap?tail=1")
+        session_id = bootstrap.get("sessionId")
+        if isinstance(session_id, str):
+            return session_id
+        status = bootstrap.get("status")
+        busy = isinstance(status, dict) and status.get("busy") is True
+        if not busy or time.monotonic() > deadline:
+            return None
+        time.sleep(_SESSION_POLL_SECONDS)
 
 
 def _chat_send(args: argparse.Namespace) -> int:
     try:
         images = [_image_payload(path) for path in args.image]
-    except (ValueError, OSError) as error:
-        print(f"bbx: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    except ValueError as error:
+        return fail(str(error), EXIT_USAGE)
     try:
         url = args.url or _served_url_or_refusal(args.box)
         token = args.token or read_token(BoxPaths(args.box.expanduser().resolve()))
     except FileNotFoundError as error:
-        print(f"bbx: no running box found ({error.filename}); start `bbx serve`", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"no running box found ({error.filename}); start `bbx serve`")
     except (ValueError, OSError, NotABoxError) as error:
-        print(f"bbx: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(str(error))
     body: dict[str, object] = {"message": args.text, "messageId": new_uuid4()}
     if images:
         body["images"] = images
-    request = urllib.request.Request(
-        url.rstrip("/") + "/api/chat/send",
-        data=json.dumps(body).encode("utf-8"),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            answer = response.read().decode("utf-8")
+        answer = _call_box(url, token, "/api/chat/send", body)
+        session_id = _session_of_send(url, token)
     except urllib.error.HTTPError as error:
-        print(f"bbx: {error.code}: {error.read().decode('utf-8', 'replace')}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(f"{error.code}: {error.read().decode('utf-8', 'replace')}")
     except (urllib.error.URLError, OSError) as error:
-        print(f"bbx: cannot reach the box at {url}: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    print(answer)
+        return fail(f"cannot reach the box at {url}: {error}")
+    except ValueError as error:
+        return fail(f"the box at {url} answered what is not its API: {error}")
+    if session_id is None:
+        fail("the engine named no session for this send (`bbx chat history` shows the chat)")
+    print(json.dumps({**answer, "sessionId": session_id}))
     return 0

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TextIO
 
-__all__ = ["EXIT_FAILED", "EXIT_USAGE", "add_box_option", "box_refusal", "fail"]
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "add_box_option", "box_refusal", "counted", "fail"]
 
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
@@ -32,6 +33,21 @@ def add_box_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def counted(most: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to ``most`` (a usage error otherwise)."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"a count from 1 to {most}, not {text!r}")
+        return value
+
+    return count
+
+
 def fail(message: str, code: int = EXIT_FAILED, *, stream: TextIO | None = None) -> int:
     """Say ``message`` as every `bbx` error is said (one line on stderr, ``bbx: ``
     first); answers ``code``, for the command to return."""
@@ -46,9 +62,9 @@ def box_refusal(folder: Path) -> str | None:
 
     path = folder.expanduser()
     if not path.exists():
-        return f"no box at {folder}: there is no such folder"
+        return f"{folder} is not a box: there is no such folder"
     if not path.is_dir():
-        return f"no box at {folder}: it is not a folder"
+        return f"{folder} is not a box: it is not a folder"
     if not is_box(folder):
         return f"{folder} is not a box: run `bbx init {folder}`"
     return None

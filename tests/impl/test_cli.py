@@ -1,14 +1,23 @@
-"""`bbx chat history` and `bbx chat media` for people at a terminal."""
+"""`bbx chat history` and `bbx chat media` for people at a terminal; every command's help,
+and how every command says what went wrong."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
+import logging
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from beebox_impl import cli
+from beebox_impl.box import init_box
+from beebox_impl.cli import build_parser
 from beebox_impl.cli import main as bbx
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV, transcript_path
 
@@ -108,3 +117,91 @@ def test_bad_requests_get_a_clear_error(
 ) -> None:
     assert bbx([*argv, "--box", str(box)]) == code
     assert message in capsys.readouterr().err
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ("bbx",)
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every parser of the tree under ``parser``, by its command line."""
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_option_and_positional_of_every_command_has_help() -> None:
+    parsers = dict(_parsers(build_parser()))
+    missing = []
+    for command, parser in parsers.items():
+        for action in parser._actions:
+            if not action.help:
+                missing.append(f"{command} {'/'.join(action.option_strings) or action.dest}")
+            if isinstance(action, argparse._SubParsersAction):
+                helped = {choice.dest for choice in action._choices_actions if choice.help}
+                missing.extend(f"{command} {name}" for name in action.choices if name not in helped)
+    assert missing == []
+    # The walk reached the leaves.
+    assert {"bbx init", "bbx serve", "bbx chat sessions", "bbx chat review run"} <= set(parsers)
+
+
+def test_media_to_a_file_it_cannot_write_is_an_error(
+    box: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "no-such-folder" / "photo.png"
+    assert bbx(["chat", "media", f"{SESSION}/u-1/0", "-o", str(out), "--box", str(box)]) == 1
+    assert capsys.readouterr().err == (f"bbx: cannot write {out}: No such file or directory\n")
+
+
+def test_the_boxs_logged_warnings_are_said_as_bbx(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = init_box(tmp_path / "box").root
+    state = root / ".beebox" / "chat-review" / "state.json"
+    state.write_text("not json")
+    assert bbx(["chat", "review", "status", "--box", str(root)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "0 chat sessions ready to review\n"
+    assert captured.err == f"bbx: chat review state {state} is invalid-json: starting fresh\n"
+    # Only while the command runs: the host's logging is as it was.
+    assert logging.getLogger("beebox_impl").handlers == []
+
+
+def test_an_interrupted_command_says_so_without_a_traceback(
+    box: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "read_history", interrupted)
+    assert bbx(["chat", "history", SESSION, "--box", str(box)]) == 130
+    assert capsys.readouterr().err == "bbx: interrupted\n"
+
+
+def test_output_its_reader_stops_reading_ends_without_a_traceback(tmp_path: Path) -> None:
+    projects, box = tmp_path / "projects", tmp_path / "box"
+    box.mkdir()
+    path = transcript_path(box, SESSION, projects)
+    path.parent.mkdir(parents=True)
+    lines = [
+        {"type": "user", "uuid": f"u-{n}", "parentUuid": None, "sessionId": SESSION,
+         "timestamp": "2026-12-01T10:00:00.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "words " * 40}]}}
+        for n in range(3000)
+    ]  # fmt: skip
+    path.write_text("".join(compact(line) + "\n" for line in lines), encoding="utf-8")
+    # Far more than a pipe holds: the command is still writing when the reader goes.
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "beebox_impl", "chat", "history", SESSION, "--tail", "3000",
+         "--box", str(box)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, PROJECTS_DIR_ENV: str(projects)},
+    )  # fmt: skip
+    assert reader.stdout is not None
+    assert reader.stderr is not None
+    assert reader.stdout.readline().startswith(f"session {SESSION}: 3000 entries".encode())
+    reader.stdout.close()
+    errors = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert (reader.wait(timeout=60), errors) == (1, "")

@@ -19,6 +19,7 @@ import pytest
 from beebox_impl.box import init_box
 from beebox_impl.cli import main as bbx
 from beebox_impl.cli_box import serve_file_path
+from beebox_impl.transcript.location import PROJECTS_DIR_ENV
 from tests.impl.http.support import read_address, start_serve, stop_serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and flock")
@@ -84,9 +85,10 @@ def test_serve_on_a_port_in_use_says_why(
         taken.listen()
         port = taken.getsockname()[1]
         assert bbx(["serve", "--box", str(tmp_path / "box"), "--port", str(port)]) == 1
-    error = capsys.readouterr().err
-    assert "cannot serve" in error
-    assert "Address already in use" in error, error
+    assert capsys.readouterr().err == (
+        f"bbx: cannot serve: port {port} on 127.0.0.1 is already in use (another program"
+        " listens there); pass --port 0 to take any free port\n"
+    )
 
 
 def test_a_second_serve_of_one_box_is_refused_and_the_first_keeps_serving(
@@ -110,7 +112,8 @@ def test_a_second_serve_of_one_box_is_refused_and_the_first_keeps_serving(
         # The first one's serve file is as it wrote it, and it still answers.
         assert serve_file_path(box).read_text() == serve_file
         assert bbx(["chat", "send", "still here", "--box", str(box)]) == 0
-        assert set(json.loads(capsys.readouterr().out)) in ({"turnId"}, {"queued"})
+        answer = json.loads(capsys.readouterr().out)
+        assert set(answer) in ({"turnId", "sessionId"}, {"queued", "sessionId"})
     finally:
         code, errors = stop_serve(first)
     assert code == 0, errors
@@ -123,9 +126,9 @@ def test_chat_send_names_a_missing_image_not_a_missing_box(
     code = bbx(["chat", "send", "x", "--box", str(box), "--url", "http://127.0.0.1:9",
                 "--image", str(tmp_path / "nope.png")])  # fmt: skip
     assert code == 2
-    error = capsys.readouterr().err
-    assert "nope.png" in error
-    assert "no running box" not in error
+    assert capsys.readouterr().err == (
+        f"bbx: cannot send the photo {tmp_path / 'nope.png'}: No such file or directory\n"
+    )
 
 
 def test_chat_send_refuses_a_photo_too_large_to_send_before_reading_it(
@@ -141,7 +144,7 @@ def test_chat_send_refuses_a_photo_too_large_to_send_before_reading_it(
     assert "too large" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content", ["not json", "{}", "[1]", '{"url": 7}'])
+@pytest.mark.parametrize("content", ["not json", "{}", "[1]", '{"url": 7}', '{"url": "x"}'])
 def test_chat_send_says_a_serve_file_is_not_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
 ) -> None:
@@ -178,3 +181,40 @@ def test_the_serve_lock_goes_with_a_killed_serve(tmp_path: Path) -> None:
     assert code == 0, errors
     with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
         assert database.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.parametrize("url", ["foo", "http://[::1", "ftp://127.0.0.1:9"])
+def test_chat_send_refuses_a_url_that_is_not_a_boxs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        bbx(["chat", "send", "x", "--url", url, "--token", "t"])
+    assert exited.value.code == 2
+    assert f"not a box's http(s) URL: {url!r}" in capsys.readouterr().err
+
+
+def test_chat_send_names_the_session_that_sessions_and_history_then_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box, projects = tmp_path / "box", tmp_path / "projects"
+    monkeypatch.setenv(PROJECTS_DIR_ENV, str(projects))
+    serve = start_serve(box, projects)
+    try:
+        read_address(serve, box)
+        assert bbx(["chat", "send", "the first message", "--box", str(box)]) == 0
+        first = json.loads(capsys.readouterr().out)
+        assert bbx(["chat", "send", "the second", "--box", str(box)]) == 0
+        second = json.loads(capsys.readouterr().out)
+    finally:
+        code, errors = stop_serve(serve)
+    assert code == 0, errors
+    # A new chat's session, named once the engine named it; the next send goes on in it.
+    assert isinstance(first["sessionId"], str)
+    assert second["sessionId"] == first["sessionId"]
+
+    assert bbx(["chat", "sessions", "--box", str(box), "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["sessionId"], listed["current"]) == (first["sessionId"], True)
+    assert listed["entries"] >= 2
+    assert bbx(["chat", "history", "--box", str(box)]) == 0
+    assert capsys.readouterr().out.startswith(f"session {first['sessionId']}: ")
