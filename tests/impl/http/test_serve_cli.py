@@ -43,7 +43,7 @@ def test_bbx_serve_passes_the_http_vectors_and_takes_chat_send(
         monkeypatch.chdir(tmp_path)
         assert bbx(["chat", "send", "from the cli", "--image", str(photo), "--box", str(box)]) == 0
         answer = json.loads(capsys.readouterr().out)
-        assert set(answer) in ({"turnId"}, {"queued"})
+        assert set(answer) in ({"turnId", "sessionId"}, {"queued", "sessionId"})
         assert bbx(["chat", "send", "x", "--box", str(box), "--token", "wrong"]) == 1
         assert "401" in capsys.readouterr().err
     finally:
