@@ -49,26 +49,40 @@ def test_the_installed_bbx_console_script_runs() -> None:
     assert done.stdout == render_text()
 
 
-def test_the_readme_first_command_serves_a_box_in_the_current_folder(tmp_path: Path) -> None:
-    # The README's first command is `bbx serve`, run in an empty folder: it must make
-    # the box there, print the URL with the token, and stop cleanly on a signal.
+def test_the_readme_first_command_serves_a_box_in_a_new_folder(tmp_path: Path) -> None:
+    # The README's first command, run as written by a shell (its `~` expanded), from a
+    # checkout: it makes the box in the new folder, leaves the checkout alone, prints
+    # the URL with the token, and stops cleanly on a signal.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "pip install . && bbx serve " in readme
-    env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
+    first = readme.split("```sh\n", 1)[1].splitlines()[0]
+    install, serve = (part.strip() for part in first.split("#", 1)[0].split("&&"))
+    assert install == "pip install ."
+    assert serve.startswith("bbx serve --box ")
+    home, checkout = tmp_path / "home", tmp_path / "checkout"
+    home.mkdir()
+    checkout.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(installed_bbx()).parent}{os.pathsep}{os.environ['PATH']}",
+        "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects"),
+    }
     process = subprocess.Popen(
-        [installed_bbx(), "serve", "--port", "0"],
-        cwd=tmp_path,
+        ["bash", "-c", f"exec {serve} --port 0"],
+        cwd=checkout,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert process.stdout is not None
+    box = (home / serve.split("~/", 1)[1]).resolve()
     try:
         line = process.stdout.readline()
-        assert line.startswith(f"beebox serving {tmp_path.resolve()} at http://127.0.0.1:")
-        token = (tmp_path / ".beebox" / "token").read_text().strip()
+        assert line.startswith(f"beebox serving {box} at http://127.0.0.1:"), line
+        token = (box / ".beebox" / "token").read_text().strip()
         assert line.strip().endswith(f"/?token={token}")
+        assert list(checkout.iterdir()) == []
     finally:
         process.send_signal(signal.SIGINT)
         _, errors = process.communicate(timeout=30)
