@@ -15,7 +15,9 @@ Subcommands land with the parts of the box they drive:
   (`beebox_impl.review.command`).
 
 A box is a folder (``--box``, default the current folder); its transcripts are
-found where the engine writes them (`beebox_impl.transcript.location`). Data goes
+found where the box finds them (its own folder, where the echo engine writes, then
+Claude Code's: `beebox_impl.transcript.location.transcript_roots`) and read in its
+photo mode (its settings file's, every photo by reference by default). Data goes
 to stdout. An error is one line on stderr starting ``bbx: `` (the box's own logged
 warnings too), never a traceback; exit 1 for what failed or is not there, 2 for a
 malformed request (`beebox_impl.cli_common`).
@@ -43,6 +45,7 @@ from beebox_impl.cli_common import (
     fail,
 )
 from beebox_impl.review.command import add_review_commands, run_review_command
+from beebox_impl.settings import InvalidBoxSettings, load_box_settings
 from beebox_impl.store.database import database_path
 from beebox_impl.transcript import (
     IndexShelf,
@@ -55,8 +58,9 @@ from beebox_impl.transcript import (
 )
 from beebox_impl.transcript.location import (
     InvalidSessionId,
-    projects_root,
-    transcript_path,
+    encode_project_dir,
+    locate_transcript_named,
+    transcript_roots,
 )
 from beebox_spec.entries import SessionContentBlock, SessionEntry, SessionHistory
 from beebox_spec.media import MalformedMediaRef, parse_media_ref
@@ -149,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(parser, args, owns_process=argv is None)
         except KeyboardInterrupt:
             return fail("interrupted", EXIT_INTERRUPTED)
+        except InvalidBoxSettings as error:
+            # The box's settings file, which a read follows (the photo mode) too.
+            return fail(str(error))
         except BrokenPipeError:
             # The reader went away (`bbx chat history | head`): nobody to tell.
             _discard_stdout()
@@ -205,21 +212,24 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_proc
     return EXIT_USAGE
 
 
-def _projects_root() -> Path:
-    return projects_root(os.environ, Path.home())
-
-
 def _index_cache(box_root: Path) -> TranscriptIndexCache:
+    """The index cache a command reads the box's transcripts through: in the box's
+    photo mode (its settings file's: `InvalidBoxSettings`), as the box itself reads
+    them, so the command shows what the page shows and no photo bytes in ``refs``."""
+    photos = load_box_settings(box_root).history.photos
     # In a box, indexes are shelved in its state folder: the next command starts warm.
     state_directory = database_path(box_root).parent
     shelf = IndexShelf.in_box_state(state_directory) if state_directory.is_dir() else None
-    return TranscriptIndexCache(capacity=1, shelf=shelf)
+    return TranscriptIndexCache(capacity=1, shelf=shelf, photos=photos)
 
 
 def _transcript_of(box_root: Path) -> Callable[[str], Path]:
-    """Where the box's transcript of a session is (`InvalidSessionId` for a bad id)."""
-    root = _projects_root()
-    return lambda session_id: transcript_path(box_root, session_id, root)
+    """Where the box's transcript of a session is, as the box finds it (its own folder,
+    where the echo engine writes, then Claude Code's); `InvalidSessionId` for a bad id."""
+    roots = transcript_roots(box_root, os.environ, Path.home())
+    # The box's folder is resolved once (a path walk), not once a session.
+    encoded = encode_project_dir(box_root)
+    return lambda session_id: locate_transcript_named(encoded, session_id, roots)
 
 
 def _chat_sessions(args: argparse.Namespace) -> int:

@@ -51,7 +51,9 @@ def counted(most: int) -> Callable[[str], int]:
 def fail(message: str, code: int = EXIT_FAILED, *, stream: TextIO | None = None) -> int:
     """Say ``message`` as every `bbx` error is said (one line on stderr, ``bbx: ``
     first); answers ``code``, for the command to return."""
-    print(f"bbx: {message}", file=sys.stderr if stream is None else stream)
+    # A message of several lines (a YAML parser's, with its excerpt) is one line here.
+    one_line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"bbx: {one_line}", file=sys.stderr if stream is None else stream)
     return code
 
 

@@ -1,5 +1,6 @@
 """Finding a session from a terminal: `bbx chat sessions`, and `bbx chat history`
-with no SESSION (the box's current chat)."""
+with no SESSION (the box's current chat); the CLI reads where, and as, the box does
+(its transcript folders, its photo mode)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ from beebox_impl.cli import main as bbx
 from beebox_impl.review.cards import ensure_chat_husk
 from beebox_impl.review.origin import MachineOrigin
 from beebox_impl.store.session_id import session_id_path
-from beebox_impl.transcript.location import PROJECTS_DIR_ENV, transcript_path
+from beebox_impl.transcript.location import (
+    CLAUDE_CONFIG_DIR_ENV,
+    PROJECTS_DIR_ENV,
+    box_projects_root,
+    transcript_path,
+)
 
 HERE = MachineOrigin("origin-here", "laptop")
 OLDER = "0a000000-0000-4000-8000-000000000001"
@@ -263,3 +269,73 @@ def test_history_without_a_session_in_a_box_with_no_chat_yet(
         f"bbx: the box at {root} has no chat session yet: `bbx chat send TEXT` starts one,"
         " `bbx chat sessions` lists the others\n"
     )
+
+
+def test_the_cli_finds_sessions_where_the_box_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing pointing transcripts elsewhere: the box's own folder, then Claude Code's.
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(PROJECTS_DIR_ENV, raising=False)
+    monkeypatch.delenv(CLAUDE_CONFIG_DIR_ENV, raising=False)
+    # The echo engine's in the box; the real agent's where Claude Code writes.
+    root = init_box(tmp_path / "box").root
+    echoed = Box(root, box_projects_root(root))
+    echoed.transcript(OLDER, [turn(OLDER, "u-1", "user", text("to the echo"))], OLDER_WRITTEN)
+    echoed.husk(OLDER, "To the echo")
+    claude = Box(root, home / ".claude" / "projects")
+    claude.transcript(NEWER, [turn(NEWER, "u-2", "user", text("to claude"))], NEWER_WRITTEN)
+    claude.husk(NEWER, "To Claude")
+
+    listed = sessions_json(echoed, capsys)
+    assert [(session["sessionId"], session["entries"]) for session in listed] == [
+        (NEWER, 1),
+        (OLDER, 1),
+    ]
+    assert bbx(["chat", "history", OLDER, "--box", str(root)]) == 0
+    assert "to the echo" in capsys.readouterr().out
+
+
+def small_photo_box(folder: Path, projects: Path, settings: str | None) -> Box:
+    """A box whose one session holds a 2 KB photo, its settings file ``settings``."""
+    made = Box(init_box(folder).root, projects)
+    if settings is not None:
+        (made.root / "_config" / "settings.yaml").write_text(settings)
+    made.transcript(
+        OLDER, [turn(OLDER, "u-1", "user", text("my first photo"), photo(SMALL_PHOTO))], 0
+    )
+    return made
+
+
+def test_a_small_photo_comes_back_by_reference_in_the_boxs_default_mode(
+    tmp_path: Path, box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = small_photo_box(tmp_path / "small", box.projects, None)
+    assert bbx(["chat", "history", OLDER, "--box", str(small.root)]) == 0
+    assert f"[photo: bbx chat media {OLDER}/u-1/0 -o FILE]" in capsys.readouterr().out
+    assert bbx(["chat", "history", OLDER, "--box", str(small.root), "--json"]) == 0
+    assert base64.b64encode(SMALL_PHOTO).decode() not in capsys.readouterr().out
+    written = tmp_path / "photo.png"
+    assert (
+        bbx(["chat", "media", f"{OLDER}/u-1/0", "-o", str(written), "--box", str(small.root)]) == 0
+    )
+    assert written.read_bytes() == SMALL_PHOTO
+
+
+def test_a_box_set_to_the_original_photo_mode_keeps_small_photos_inline(
+    tmp_path: Path, box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inline = small_photo_box(tmp_path / "inline", box.projects, "history:\n  photos: original\n")
+    assert bbx(["chat", "history", OLDER, "--box", str(inline.root)]) == 0
+    assert "[image]" in capsys.readouterr().out
+
+
+def test_a_settings_file_the_box_cannot_read_is_an_error(
+    tmp_path: Path, box: Box, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = small_photo_box(tmp_path / "broken", box.projects, "history: [not, a, mapping\n")
+    assert bbx(["chat", "history", OLDER, "--box", str(broken.root)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"bbx: {broken.root / '_config' / 'settings.yaml'}: ")
+    assert error.count("\n") == 1
