@@ -56,7 +56,7 @@ from beebox_impl.review.run import (
     plan_review,
     run_chat_review,
 )
-from beebox_impl.transcript.location import projects_root
+from beebox_impl.transcript.location import transcript_roots
 from beebox_spec.review import QUIESCENCE, REVIEW_CHAR_THRESHOLD, SkipReason
 
 __all__ = ["add_review_commands", "run_review_command"]
@@ -144,7 +144,7 @@ def _run(
     now: Callable[[], datetime],
 ) -> int:
     origin = local_origin(env)
-    locate = box_transcript_locator(box_root, projects_root(env, Path.home()))
+    locate = box_transcript_locator(box_root, *transcript_roots(box_root, env, Path.home()))
 
     if args.review_command == "status":
         plan = plan_review(

@@ -62,7 +62,11 @@ from beebox_impl.review.walk import (
     raw_prefix_hash,
     resolve_span_walk,
 )
-from beebox_impl.transcript.location import InvalidSessionId, project_dir, transcript_in
+from beebox_impl.transcript.location import (
+    InvalidSessionId,
+    encode_project_dir,
+    locate_transcript_named,
+)
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
 from beebox_spec.review import (
@@ -97,24 +101,28 @@ TranscriptLocator = Callable[[HuskCard], Path]
 """Where a husk's transcript is on this machine (`InvalidSessionId` when it cannot be named)."""
 
 
-def box_transcript_locator(box_root: Path, projects_root: Path) -> TranscriptLocator:
-    """Claude Code's layout: the session's JSONL in the project folder of the box.
+def box_transcript_locator(box_root: Path, *projects_roots: Path) -> TranscriptLocator:
+    """Claude Code's layout: the session's JSONL in the project folder of the box,
+    under the first of ``projects_roots`` (at least one) that holds it, as the box
+    looks (`beebox_impl.transcript.location.transcript_roots`: its own folder, where
+    the echo engine writes, then Claude Code's).
 
     A husk whose session ran in a context folder (`context-dir`, relative to the
     box) has its transcript in that folder's project. **(inference: §4.1 records
     the context folder beside the session; the engine runs there)**
     """
-
-    # A folder's project folder, found once per locator (one discovery): finding it
+    if not projects_roots:
+        raise ValueError("a box's transcripts need at least one projects root")
+    # A folder's project name, found once per locator (one discovery): finding it
     # resolves the folder's real path, a system call per path component.
-    projects: dict[Path, Path] = {}
+    encoded: dict[Path, str] = {}
 
     def locate(husk: HuskCard) -> Path:
         cwd = box_root / husk.context_dir if husk.context_dir else box_root
-        project = projects.get(cwd)
-        if project is None:
-            project = projects[cwd] = project_dir(cwd, projects_root)
-        return transcript_in(project, husk.session)
+        name = encoded.get(cwd)
+        if name is None:
+            name = encoded[cwd] = encode_project_dir(cwd)
+        return locate_transcript_named(name, husk.session, projects_roots)
 
     return locate
 

@@ -15,7 +15,7 @@ from beebox_impl.review.command import add_review_commands, run_review_command
 from beebox_impl.review.lock import REVIEW_LOCK_GROUP, hold_lock_group
 from beebox_impl.review.origin import ORIGIN_ENV
 from beebox_impl.review.reviewers import extractive
-from beebox_impl.transcript.location import PROJECTS_DIR_ENV
+from beebox_impl.transcript.location import PROJECTS_DIR_ENV, box_projects_root
 from tests.impl.review.boxes import ELSEWHERE, ReviewBox, conversation, fixed_output
 
 # What a stand-in reviewer answers, whatever the span.
@@ -29,17 +29,21 @@ def box(tmp_path: Path) -> ReviewBox:
     return made
 
 
-def bbx_review(box: ReviewBox, *argv: str, folder: Path | None = None) -> tuple[int, str, str]:
-    """Parse `bbx chat review …` as cli.py will, run it, answer (code, stdout, stderr)."""
+def bbx_review(
+    box: ReviewBox, *argv: str, folder: Path | None = None, told_where: bool = True
+) -> tuple[int, str, str]:
+    """Parse `bbx chat review …` as cli.py will, run it, answer (code, stdout, stderr);
+    ``told_where``: the box's transcripts are where `BBX_CLAUDE_PROJECTS_DIR` says."""
     parser = argparse.ArgumentParser(prog="bbx")
     commands = parser.add_subparsers(dest="command", required=True)
     chat = commands.add_parser("chat")
     add_review_commands(chat.add_subparsers(dest="chat_command", required=True))
     args = parser.parse_args(["chat", "review", *argv, "--box", str(folder or box.root)])
     out, err = io.StringIO(), io.StringIO()
+    told = {PROJECTS_DIR_ENV: str(box.projects)} if told_where else {}
     code = run_review_command(
         args,
-        environ={PROJECTS_DIR_ENV: str(box.projects), ORIGIN_ENV: box.origin.id},
+        environ={**told, ORIGIN_ENV: box.origin.id},
         stdout=out,
         stderr=err,
         clock=lambda: box.now,
@@ -246,3 +250,11 @@ def test_warnings_are_said_as_bbx(box: ReviewBox, monkeypatch: pytest.MonkeyPatc
     assert err == (
         f"bbx: chat review: reviewer failed on session {session.session_id}: the model is away\n"
     )
+
+
+def test_the_echo_engines_sessions_in_the_box_are_reviewed(tmp_path: Path) -> None:
+    # Where the box's own (echo) engine writes when not told elsewhere.
+    root = init_box(tmp_path / "box").root
+    box = ReviewBox(root, box_projects_root(root))
+    box.add_session(conversation(4))
+    assert bbx_review(box, "status", told_where=False)[1] == "1 chat session ready to review\n"
