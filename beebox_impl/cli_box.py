@@ -220,7 +220,7 @@ def add_box_commands(
         action="append",
         default=[],
         metavar="FILE",
-        help="a photo to send with it (JPEG, PNG, GIF or WebP; again for more)",
+        help=f"a photo to send with it ({_PHOTO_TYPES}; again for more)",
     )
     add_box_option(send)
     send.add_argument(
@@ -557,6 +557,9 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
         leaves.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
     return leaves
 
+
+# The photo types a send may carry, as a person names them (`image/png`: png).
+_PHOTO_TYPES: Final = ", ".join(sorted(kind.split("/")[1] for kind in SERVABLE_MEDIA_TYPES))
 
 # A request's body limit on a box of the defaults, photos included, base64 (4 bytes
 # for 3) and all: a photo larger than this cannot be sent, so it is not read.
