@@ -42,7 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal
 
-from beebox_impl.transcript.strip import PayloadScanner, find_quoted, scan_inline_media_chunks
+from beebox_impl.transcript.strip import (
+    PAYLOAD_KEYS,
+    PayloadScanner,
+    ScannedLine,
+    find_quoted,
+    scan_inline_media_chunks,
+)
 from beebox_spec.javascript import utf8_length, utf16_prefix
 from beebox_spec.media import STRIPPED_MEDIA_MARKER
 from beebox_spec.transcript import (
@@ -88,6 +94,8 @@ HEAD_BYTES: Final = 3 * SNIFF_CHARS + 16
 MAX_UUID_VALUES: Final = 256
 
 _MARKER: Final = STRIPPED_MEDIA_MARKER.encode("ascii")
+# A scan of a line without a payload key: nothing found, nothing replaced.
+_NOTHING_SCANNED: Final = ScannedLine((), None, 0)
 _UUID_KEY: Final = b'"uuid":"'
 # An id of the media reference grammar after the key, its closing quote looked at but
 # not consumed: a quote can close one value and open the next key.
@@ -263,7 +271,11 @@ def classify_line(
             line_number, offset, len(content), end, terminated,
             "parseable", False, text, None, utf8_bytes, None, None,
         )  # fmt: skip
-    scanned = scan_inline_media_chunks((content,))
+    # Most lines hold no payload key at all: one C-speed search each says so.
+    if any(key in content for key in PAYLOAD_KEYS):
+        scanned = scan_inline_media_chunks((content,))
+    else:
+        scanned = _NOTHING_SCANNED
     if scanned.payloads:
         assert scanned.output is not None, "an unlimited scan keeps its output"
         stripped_text = scanned.output.decode("utf-8", "replace")
