@@ -35,6 +35,7 @@ not share anything.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -60,7 +61,9 @@ from beebox_impl.engine.bounded import (
 )
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
+from beebox_impl.errors import BoxClosed, BoxInUse, NotABox, WrongThread
 from beebox_impl.layout import state_dir
+from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.review.origin import local_origin
 from beebox_impl.review.paths import husk_dir, schedule_card_path, state_path
 from beebox_impl.review.schedule import install_review_schedule_card
@@ -114,6 +117,7 @@ __all__ = [
     "TOKEN_BYTES",
     "Box",
     "BoxPaths",
+    "NotABox",
     "NotABoxError",
     "init_box",
     "read_token",
@@ -126,9 +130,8 @@ _log = logging.getLogger(__name__)
 TOKEN_BYTES: Final = 32
 
 
-class NotABoxError(RuntimeError):
-    """The folder is not a box (and the caller asked not to create one), or a file
-    that makes it one is damaged (the message names it)."""
+# The name `NotABox` had before the error tree (issue 35); the CLI still imports it.
+NotABoxError = NotABox
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def _refuse_on_the_loop(blocking: str, awaitable: str) -> None:
         library = sniffio.current_async_library()
     except sniffio.AsyncLibraryNotFoundError:
         return
-    raise RuntimeError(
+    raise WrongThread(
         f"Box.{blocking} blocks: call it from a thread of your own, or await Box.{awaitable} "
         f"on the {library} loop"
     )
@@ -198,7 +201,7 @@ def read_token(paths: BoxPaths) -> str:
     status = paths.token.stat()
     # Looked at before the chmod: whatever else sits there is not ours to lock up.
     if not stat.S_ISREG(status.st_mode):
-        raise NotABoxError(f"{paths.token} is not a file; {again}")
+        raise NotABox(f"{paths.token} is not a file; {again}")
     mode = stat.S_IMODE(status.st_mode)
     if mode & 0o077:
         _log.warning("%s was readable by others (%o); setting it to 0600", paths.token, mode)
@@ -206,10 +209,10 @@ def read_token(paths: BoxPaths) -> str:
     try:
         token = paths.token.read_text(encoding="ascii").strip()
     except UnicodeDecodeError:
-        raise NotABoxError(f"{paths.token} is not a token (not ASCII); {again}") from None
+        raise NotABox(f"{paths.token} is not a token (not ASCII); {again}") from None
     # An empty token would let an empty bearer in.
     if not token:
-        raise NotABoxError(f"{paths.token} is empty; {again}")
+        raise NotABox(f"{paths.token} is empty; {again}")
     return token
 
 
@@ -244,6 +247,32 @@ def _write_state_gitignore(state_dir: Path) -> None:
     # Only when missing: the boxholder may have edited it.
     if not path.exists():
         write_atomic(path, STATE_GITIGNORE.encode())
+
+
+# The lock group an open `Box` holds on its folder (`beebox_impl.review.lock`: an
+# `flock`, dropped by the kernel with the process however it ends).
+BOX_LOCK_GROUP: Final = "box"
+
+
+@asynccontextmanager
+async def _holding_box_lock(root: Path) -> AsyncIterator[None]:
+    """Hold the box's lock for the block, or raise `BoxInUse` at once (never wait)."""
+    held = contextlib.ExitStack()
+    try:
+        await anyio.to_thread.run_sync(
+            held.enter_context, hold_lock_group(root, BOX_LOCK_GROUP, "an open Box")
+        )
+    except LockHeldError as error:
+        raise BoxInUse(
+            f"{root} is open in another Box ({error.holder or 'holder unknown'}): "
+            "one box folder is one open Box at a time",
+            error.holder,
+        ) from None
+    try:
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(held.close)
 
 
 def is_box(path: Path) -> bool:
@@ -307,6 +336,7 @@ class Box:
         settings: BoxSettings,
         loop: BoxLoop | None = None,
     ) -> None:
+        self._closed = False
         self.paths = paths
         self.settings = settings
         self.permission_service = permissions
@@ -353,7 +383,7 @@ class Box:
         (`beebox_impl.transcript.location.transcript_roots`). ``photos`` is the
         history's photo mode (default: the settings file's, itself ``refs``: every
         photo by reference). ``create=False``
-        refuses a folder that is not a box yet (`NotABoxError`) instead of
+        refuses a folder that is not a box yet (`NotABox`) instead of
         running `init_box` on it. A run the engine has not started within
         ``start_timeout`` seconds fails to start (`BoundedStartEngine`). Sends the
         box recorded but never delivered — a turn in flight when it last went
@@ -368,8 +398,36 @@ class Box:
         # Refused before anything is opened or created.
         check_start_timeout(start_timeout)
         if not create and not await anyio.to_thread.run_sync(is_box, path):
-            raise NotABoxError(f"{path} is not a box: run `bbx init {path}`")
+            raise NotABox(f"{path} is not a box: run `bbx init {path}`")
         paths = await anyio.to_thread.run_sync(init_box, path)
+        # One open Box a folder: two would share its chat, its queue and its record.
+        async with _holding_box_lock(paths.root):
+            opened = cls._open_locked(
+                paths,
+                engine=engine,
+                clock=clock,
+                projects_root=projects_root,
+                start_timeout=start_timeout,
+                permission_timeout=permission_timeout,
+                photos=photos,
+            )
+            async with opened as box:
+                yield box
+
+    @classmethod
+    @asynccontextmanager
+    async def _open_locked(
+        cls,
+        paths: BoxPaths,
+        *,
+        engine: Engine | None,
+        clock: SessionClock | None,
+        projects_root: Path | None,
+        start_timeout: float,
+        permission_timeout: timedelta | None,
+        photos: PhotoMode | None,
+    ) -> AsyncIterator[Box]:
+        # `open`, once the folder is a box and this Box holds its lock.
         token = await anyio.to_thread.run_sync(read_token, paths)
         settings = await anyio.to_thread.run_sync(load_box_settings, paths.root)
         clock = clock if clock is not None else SystemClock()
@@ -446,26 +504,35 @@ class Box:
                         turns,
                         name="transcript indexer",
                     )
+                    box = cls(
+                        paths=paths,
+                        token=token,
+                        clock=clock,
+                        database=database,
+                        acceptance=acceptance,
+                        events=events,
+                        session=session,
+                        history=history,
+                        permissions=ChatPermissionService(session=session, record=record),
+                        settings=settings,
+                        loop=BoxLoop(anyio.lowlevel.current_token()),
+                    )
                     try:
-                        yield cls(
-                            paths=paths,
-                            token=token,
-                            clock=clock,
-                            database=database,
-                            acceptance=acceptance,
-                            events=events,
-                            session=session,
-                            history=history,
-                            permissions=ChatPermissionService(session=session, record=record),
-                            settings=settings,
-                            loop=BoxLoop(anyio.lowlevel.current_token()),
-                        )
+                        yield box
                     finally:
+                        # From here every method refuses (`BoxClosed`), before the
+                        # chat and the database it would use go.
+                        box._closed = True
                         events.close()
                         task_group.cancel_scope.cancel()
                         # What the indexer read since it last shelved: the next open starts warm.
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(history.cache.shelve_all)
+
+    def _check_open(self) -> None:
+        # Every method refuses once the `async with Box.open(...)` block has ended.
+        if self._closed:
+            raise BoxClosed(f"the box at {self.paths.root} is closed")
 
     @property
     def root(self) -> Path:
@@ -475,6 +542,7 @@ class Box:
 
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """`chat.send`: record, then hand to the session (`beebox_impl.services.send`)."""
+        self._check_open()
         return await self.send_service.send(request, sender)
 
     def send_from_thread(
@@ -489,11 +557,13 @@ class Box:
         session, where `send` from a thread would cross to the loop, on to a database
         thread and back.
         """
+        self._check_open()
         _refuse_on_the_loop("send_from_thread", "send")
         return self.send_service.send_from_thread(request, sender, run_on_loop)
 
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`chat.history`: a slice of ``session_id``'s transcript."""
+        self._check_open()
         return await self.history_service.history(session_id, window)
 
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
@@ -502,6 +572,7 @@ class Box:
         For a host's own worker threads (the HTTP adapter's handlers): the read is
         file work and a thread-safe index cache, so it needs no hop through the loop.
         """
+        self._check_open()
         _refuse_on_the_loop("read_history", "history")
         return self.history_service.read_history(session_id, window)
 
@@ -513,34 +584,41 @@ class Box:
         viewer_email: str | None = None,
     ) -> Bootstrap:
         """`chat.bootstrap`: history and pending side by side."""
+        self._check_open()
         return await self.bootstrap_service.bootstrap(
             session=session, window=window, viewer_email=viewer_email
         )
 
     async def media(self, ref: str) -> MediaFound | MediaMissing:
         """The photo a reference names; raises `MalformedMediaRef` for a bad one."""
+        self._check_open()
         return await self.history_service.media(parse_media_ref(ref))
 
     def read_media(self, ref: str) -> MediaFound | MediaMissing:
         """`media`, blocking, from any thread but the event loop's (as `read_history`)."""
+        self._check_open()
         _refuse_on_the_loop("read_media", "media")
         return self.history_service.read_media(parse_media_ref(ref))
 
     def status(self) -> ChatStatus:
         """The whole-box chat's state."""
+        self._check_open()
         return self.bootstrap_service.status()
 
     async def stop(self) -> None:
         """Stop the chat's run and clear its queue."""
+        self._check_open()
         await self._settle("stop")
         await self.session.stop()
 
     async def restart(self) -> None:
         """Close the chat's run; its queue drains into a fresh one."""
+        self._check_open()
         await self.session.restart()
 
     async def reset(self) -> None:
         """Stop, and start a new SDK session next time."""
+        self._check_open()
         await self._settle("reset")
         await self.session.reset_session()
 
@@ -554,6 +632,7 @@ class Box:
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
         """The box's events (bus and turn events) from now on."""
+        self._check_open()
         return self.events.subscribe(max_buffer)
 
     # --- Permission requests (`beebox_impl.services.permissions`) ---------------------
@@ -561,6 +640,7 @@ class Box:
     def pending_permissions(self) -> list[PermissionRequest]:
         """The chat's pending permission requests, oldest first (each also announced as
         a ``permission-request`` event)."""
+        self._check_open()
         return self.permission_service.pending()
 
     async def answer_permission(
@@ -569,9 +649,11 @@ class Box:
         """Answer a pending request; the agent goes on at once. Raises
         `PermissionAlreadyEnded` (answered, timed out or stopped already) or
         `PermissionNotFound` (no such request)."""
+        self._check_open()
         await self.permission_service.answer(request_id, reply, by=by)
 
     async def permission_decisions(self, limit: int = 100) -> list[PermissionDecision]:
         """How the last ``limit`` requests ended (who answered, when, the tool and its
         input), newest first."""
+        self._check_open()
         return await self.permission_service.decisions(limit)

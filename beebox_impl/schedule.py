@@ -45,7 +45,7 @@ import anyio
 import anyio.to_thread
 from cronsim import CronSim, CronSimError
 
-from beebox_impl.review.cards import read_card
+from beebox_impl.review.cards import CardFormatError, read_card
 from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.session.clock import SessionClock
 
@@ -95,7 +95,7 @@ def _duration(text: str | None) -> timedelta:
         return timedelta(0)
     match = _DURATION_RE.fullmatch(text.strip())
     if match is None:
-        raise ValueError(f"notBefore {text!r} is not <n>h or <n>m")
+        raise CardFormatError(f"notBefore {text!r} is not <n>h or <n>m")
     amount, unit = int(match.group(1)), match.group(2)
     return timedelta(hours=amount) if unit == "h" else timedelta(minutes=amount)
 
@@ -114,11 +114,11 @@ def read_scheduled_scripts(box_root: Path) -> list[ScheduledScript]:
         try:
             cron, runs = card.text("cron"), card.text("runs")
             if not cron or not runs:
-                raise ValueError("it needs both cron and runs")
+                raise CardFormatError("it needs both cron and runs")
             CronSim(cron, datetime.now().astimezone())  # validates the expression
             command = script_command(runs)
             if not command:
-                raise ValueError("runs is empty")
+                raise CardFormatError("runs is empty")
             scripts.append(
                 ScheduledScript(
                     name=card.text("name") or path.name.removesuffix(_CARD_SUFFIX),
@@ -129,7 +129,7 @@ def read_scheduled_scripts(box_root: Path) -> list[ScheduledScript]:
                     path=path,
                 )
             )
-        except (CronSimError, ValueError) as error:
+        except (CronSimError, CardFormatError, ValueError) as error:
             _log.warning("schedule card %s skipped: %s", path, error)
     return scripts
 

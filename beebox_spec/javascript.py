@@ -69,7 +69,7 @@ from enum import Enum
 from typing import Final, TypeAlias
 
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.errors import InvariantError, Rejection
 
 __all__ = [
     "JS_SPACE_CLASS",
@@ -102,7 +102,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------
 
 
-class UnparsableJson(SpecRejection):
+class UnparsableJson(Rejection):
     """The text is not JSON as JavaScript's `JSON.parse` reads it."""
 
 
@@ -115,8 +115,10 @@ def parse_json_text(text: str) -> JsonValue:
     """
     try:
         value: JsonValue = _JSON_PARSE.decode(text)
+    except UnparsableJson:
+        raise  # NaN or Infinity, refused by `_reject_non_json_constant`
     except (ValueError, RecursionError) as error:
-        # JSONDecodeError is a ValueError; so is the rejection of NaN/Infinity.
+        # JSONDecodeError is a ValueError.
         raise UnparsableJson(str(error)) from None
     return value
 
@@ -135,7 +137,7 @@ def parse_json_object_or_none(text: str) -> JsonObject | None:
 
 def _reject_non_json_constant(name: str) -> JsonValue:
     # Python's json reads NaN, Infinity and -Infinity; JSON.parse does not.
-    raise ValueError(f"{name} is not JSON")
+    raise UnparsableJson(f"{name} is not JSON")
 
 
 def _parse_json_integer(digits: str) -> int | float:

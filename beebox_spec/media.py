@@ -110,7 +110,7 @@ from beebox_spec.entries import (
     JsonValue,
     SessionContentBlock,
 )
-from beebox_spec.errors import SpecRejection
+from beebox_spec.errors import Rejection
 from beebox_spec.javascript import (
     MISSING,
     UnparsableJson,
@@ -222,7 +222,7 @@ class MediaRef(MediaEntryRef):
     index: int
 
 
-class MalformedMediaRef(SpecRejection):
+class MalformedMediaRef(Rejection):
     """A media reference this box will not act on; `rule` says which check failed.
 
     The HTTP route answers every one of these with the same 400 and does not say

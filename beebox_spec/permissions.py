@@ -54,10 +54,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
+from typing import ClassVar, Final, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.errors import InvariantError, Rejection
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -154,11 +154,13 @@ class PendingPermission:
     run: int
 
 
-class PermissionNotPending(SpecRejection):
+class PermissionNotPending(Rejection):
     """An answer to a request that is not pending (never asked, or ended)."""
 
+    status_hint: ClassVar[int] = 409
 
-class InvalidPermissionAnswer(SpecRejection):
+
+class InvalidPermissionAnswer(Rejection):
     """An answer that is not one (`parse_permission_answer`)."""
 
 

@@ -68,7 +68,7 @@ from enum import StrEnum
 from typing import Final, Literal, TypedDict, TypeGuard
 
 from beebox_spec.entries import JsonValue, SessionEntry
-from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.errors import InvariantError, Rejection
 from beebox_spec.javascript import (
     JS_SPACE_CLASS,
     JS_SPACE_CLASS_ITEMS,
@@ -646,7 +646,7 @@ class ReviewOutput(TypedDict):
     notes: list[ReviewNote]
 
 
-class ReviewOutputRejection(SpecRejection):
+class ReviewOutputRejection(Rejection):
     """A reviewer's output breaks the §4.5 schema; `field` says where (e.g. `notes[2].kind`)."""
 
     def __init__(self, field: str, problem: str) -> None:

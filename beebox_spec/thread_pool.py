@@ -72,9 +72,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal, TypeAlias, TypedDict, assert_never
+from typing import ClassVar, Literal, TypeAlias, TypedDict, assert_never
 
-from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.errors import InvariantError, Rejection
 from beebox_spec.javascript import parse_iso_timestamp, to_iso_timestamp
 from beebox_spec.lifecycle import (
     IDLE,
@@ -172,8 +172,10 @@ MAX_AGE = timedelta(hours=24)
 BUSY_TIMEOUT = timedelta(seconds=60)
 
 
-class SessionBusyError(SpecRejection):
+class SessionBusyError(Rejection):
     """A send reached a thread session with a turn in flight ("Session is busy")."""
+
+    status_hint: ClassVar[int] = 409
 
     def __init__(self) -> None:
         super().__init__("Session is busy")

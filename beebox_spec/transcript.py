@@ -146,7 +146,7 @@ from beebox_spec.entries import (
     SessionEntry,
     SessionHistory,
 )
-from beebox_spec.errors import SpecRejection
+from beebox_spec.errors import Rejection
 from beebox_spec.javascript import (
     js_string_or_empty,
     js_trim,
@@ -584,7 +584,7 @@ def is_plumbing_message(text: str) -> bool:
 # ---------------------------------------------------------------------------------
 
 
-class InvalidHistorySlice(SpecRejection):
+class InvalidHistorySlice(Rejection):
     """A history slice asked for outside §2.4's bounds."""
 
 

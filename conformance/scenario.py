@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 from beebox_impl.engine.messages import raw_sdk_message
 from beebox_spec import chat_session, lifecycle, thread_pool
-from beebox_spec.errors import BeeboxError
+from beebox_spec.errors import BeeboxError, InvariantError
 from beebox_spec.sdk_messages import AdaptedMessage, adapt_sdk_message
 
 __all__ = [
@@ -259,7 +259,7 @@ def run_spec_scenario(scenario: Any) -> list[dict[str, Any]]:
     for step in steps:
         try:
             accepted = driver.apply(step)
-        except BeeboxError as error:
+        except (BeeboxError, InvariantError) as error:
             observations.append({"raises": type(error).__name__})
             continue
         observation = driver.observe()

@@ -25,6 +25,7 @@ from typing import Final
 import anyio
 
 from beebox_impl.engine.protocol import Engine, EngineStartError, Run, StartOptions
+from beebox_spec.errors import InvalidArgument
 
 __all__ = ["DEFAULT_START_TIMEOUT", "BoundedStartEngine", "check_start_timeout"]
 
@@ -36,7 +37,7 @@ DEFAULT_START_TIMEOUT: Final = 45.0
 def check_start_timeout(seconds: float) -> float:
     """``seconds`` if it is a start timeout (positive, finite); `ValueError` otherwise."""
     if not (seconds > 0 and math.isfinite(seconds)):
-        raise ValueError(f"a start timeout is a positive number of seconds, got {seconds!r}")
+        raise InvalidArgument(f"a start timeout is a positive number of seconds, got {seconds!r}")
     return seconds
 
 

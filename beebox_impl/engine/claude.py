@@ -90,6 +90,7 @@ from beebox_impl.transcript.location import (
     transcript_in,
 )
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import InvalidArgument, InvariantError
 from beebox_spec.transcript import SNIFF_CHARS, sniff_record_type
 
 __all__ = [
@@ -490,7 +491,7 @@ class ClaudeRun:
     def messages(self) -> AsyncIterator[JsonObject]:
         """The CLI's messages as raw stream-json dicts, until the run ends. Consumed once."""
         if self._consumed:
-            raise RuntimeError("a run's message stream is consumed once")
+            raise InvariantError("a run's message stream is consumed once")
         self._consumed = True
         return PullIterator(self._next_message)
 
@@ -718,7 +719,7 @@ class ClaudeEngine:
     ) -> None:
         owned = sorted(set(extra_options or {}) & _OPTIONS_OF_OUR_OWN)
         if owned:
-            raise ValueError(
+            raise InvalidArgument(
                 f"give ClaudeEngine {', '.join(owned)} as its own argument(s), not in extra_options"
             )
         self._cli_path = cli_path

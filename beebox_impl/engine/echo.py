@@ -116,6 +116,7 @@ from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnCont
 from beebox_impl.ids import new_uuid4
 from beebox_impl.transcript.location import InvalidSessionId, transcript_path
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import InvariantError
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import image_blocks
 
@@ -460,7 +461,7 @@ class EchoRun:
     def messages(self) -> AsyncIterator[JsonObject]:
         """The run's messages; a turn is answered when they are read. Consumed once."""
         if self._consumed:
-            raise RuntimeError("a run's message stream is consumed once")
+            raise InvariantError("a run's message stream is consumed once")
         self._consumed = True
         return PullIterator(self._next_message, self._take_said)
 

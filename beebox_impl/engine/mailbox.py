@@ -36,6 +36,8 @@ import anyio
 import sniffio
 from anyio.lowlevel import checkpoint
 
+from beebox_spec.errors import InvariantError
+
 __all__ = ["Mailbox", "PullIterator"]
 
 T = TypeVar("T")
@@ -120,7 +122,7 @@ class Mailbox(Generic[T]):
 
     def _append(self, item: T) -> None:
         if item is None:
-            raise TypeError("a mailbox item cannot be None")
+            raise InvariantError("a mailbox item cannot be None")
         self._items.append(item)
         self._wake()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from beebox_spec.entries import JsonObject, JsonValue
+from beebox_spec.errors import InvariantError
 
 __all__ = [
     "MessageStep",
@@ -228,4 +229,4 @@ def raw_sdk_message(step: MessageStep, session_id: str, ordinal: int) -> JsonObj
         )
     if step.engine == "result":
         return result_message(session_id=session_id, uuid=f"scripted-{ordinal}")
-    raise ValueError(f"engine step {step.engine!r} is not an SDK message")
+    raise InvariantError(f"engine step {step.engine!r} is not an SDK message")

@@ -61,6 +61,7 @@ from anyio.lowlevel import checkpoint
 from beebox_impl.engine.mailbox import Mailbox, PullIterator
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
 from beebox_spec.entries import JsonObject
+from beebox_spec.errors import InvariantError
 from beebox_spec.permissions import PermissionReply, PermissionRequest
 
 __all__ = ["ScriptedEngine", "ScriptedRun", "StartMode"]
@@ -106,7 +107,7 @@ class ScriptedRun:
     def messages(self) -> AsyncIterator[JsonObject]:
         """The emitted messages, in order, until the run ends or is closed. Consumed once."""
         if self._consumed:
-            raise RuntimeError("a run's message stream is consumed once")
+            raise InvariantError("a run's message stream is consumed once")
         self._consumed = True
         return PullIterator(self._next_message, self._mailbox.take_ready)
 
@@ -232,7 +233,7 @@ class ScriptedEngine:
     def last_run(self) -> ScriptedRun:
         """The most recently started run (a test's usual subject)."""
         if not self.runs:
-            raise LookupError("no run has started")
+            raise InvariantError("no run has started")
         return self.runs[-1]
 
     async def start(self, options: StartOptions) -> ScriptedRun:
@@ -287,7 +288,7 @@ class ScriptedEngine:
 
     def _take_pending(self) -> _PendingStart:
         if not self._pending:
-            raise LookupError("no start is waiting for an answer")
+            raise InvariantError("no start is waiting for an answer")
         return self._pending.popleft()
 
     def _new_run(self, options: StartOptions) -> ScriptedRun:

@@ -68,6 +68,7 @@ from beebox_impl.transcript.location import (
     locate_transcript_named,
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
 from beebox_spec.review import (
     QUIESCENCE,
@@ -112,7 +113,7 @@ def box_transcript_locator(box_root: Path, *projects_roots: Path) -> TranscriptL
     the context folder beside the session; the engine runs there)**
     """
     if not projects_roots:
-        raise ValueError("a box's transcripts need at least one projects root")
+        raise InvalidArgument("a box's transcripts need at least one projects root")
     # A folder's project name, found once per locator (one discovery): finding it
     # resolves the folder's real path, a system call per path component.
     encoded: dict[Path, str] = {}

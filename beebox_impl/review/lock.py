@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.errors import BoxInUse
 from beebox_impl.review.paths import lock_path
-from beebox_spec.errors import BeeboxError
 
 __all__ = ["REVIEW_LOCK_GROUP", "LockHeldError", "hold_lock_group"]
 
@@ -25,8 +25,8 @@ __all__ = ["REVIEW_LOCK_GROUP", "LockHeldError", "hold_lock_group"]
 REVIEW_LOCK_GROUP: Final = "retro"
 
 
-class LockHeldError(BeeboxError):
-    """Another process holds the lock group; the message says which and since when."""
+class LockHeldError(BoxInUse):
+    """Another holder has the lock group; the message (and ``holder``) say who."""
 
 
 @contextmanager
@@ -42,7 +42,10 @@ def hold_lock_group(box_root: Path, group: str, holder: str) -> Iterator[None]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise LockHeldError(_describe_holder(path, group)) from None
+            who = _holder_of(path)
+            raise LockHeldError(
+                f"lock group {group} is held by {who or 'another process'}", who
+            ) from None
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{holder} pid {os.getpid()}\n".encode(), 0)
         try:
@@ -54,9 +57,10 @@ def hold_lock_group(box_root: Path, group: str, holder: str) -> Iterator[None]:
         os.close(descriptor)
 
 
-def _describe_holder(path: Path, group: str) -> str:
+def _holder_of(path: Path) -> str | None:
+    # What the holder wrote of itself ("<work> pid <n>"), if it could be read.
     try:
         who = path.read_text(encoding="utf-8").strip()
     except OSError:
-        who = ""
-    return f"lock group {group} is held by {who or 'another process'}"
+        return None
+    return who or None

@@ -80,6 +80,7 @@ from beebox_impl.review.walk import (
     resolve_span_walk,
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.journal import (
     METADATA_CONSUMER,
@@ -179,7 +180,7 @@ def plan_review(
     """
     # The cap counts sessions: fewer than one would plan nothing forever.
     if max_sessions < 1:
-        raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        raise InvalidArgument(f"max_sessions must be at least 1, got {max_sessions}")
     if state is None:
         state = ReviewStateFile(box_root).load().state
     own_cache = cache is None

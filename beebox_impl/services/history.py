@@ -52,6 +52,7 @@ from beebox_impl.transcript.location import (
     locate_transcript_named,
 )
 from beebox_spec.entries import SessionHistory
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.media import MediaRef
 
 __all__ = [
@@ -102,9 +103,9 @@ class ChatHistoryService:
         max_concurrent_reads: int = MAX_CONCURRENT_READS,
     ) -> None:
         if max_concurrent_reads < 1:
-            raise ValueError("max_concurrent_reads must be at least 1")
+            raise InvalidArgument("max_concurrent_reads must be at least 1")
         if not projects_roots:
-            raise ValueError("a box's transcripts need at least one projects root")
+            raise InvalidArgument("a box's transcripts need at least one projects root")
         self._box_root = box_root
         self._projects_roots = projects_roots
         self._encoded_box: str | None = None

@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Final
+from typing import ClassVar, Final
 
 import anyio
 
@@ -41,7 +41,7 @@ from beebox_impl.store.permissions import (
     PermissionDecision,
     PermissionDecisionStore,
 )
-from beebox_spec.errors import BeeboxError
+from beebox_spec.errors import Rejection
 from beebox_spec.permissions import (
     EndedHow,
     PermissionNotPending,
@@ -69,12 +69,16 @@ _ENDED_BY: Final[dict[EndedHow, AnsweredBy]] = {
 }
 
 
-class PermissionNotFound(BeeboxError, LookupError):
-    """No permission request of the box has this id (HTTP 404)."""
+class PermissionNotFound(Rejection, LookupError):
+    """No permission request of the box has this id."""
+
+    status_hint: ClassVar[int] = 404
 
 
-class PermissionAlreadyEnded(BeeboxError):
-    """The request was answered, timed out, or stopped already (HTTP 409)."""
+class PermissionAlreadyEnded(Rejection):
+    """The request was answered, timed out, or stopped already."""
+
+    status_hint: ClassVar[int] = 409
 
 
 @dataclass(frozen=True, slots=True)

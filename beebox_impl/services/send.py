@@ -79,7 +79,7 @@ from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.errors import BeeboxError
+from beebox_spec.errors import Rejection
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 from beebox_spec.reconcile import inject_user_attr
@@ -121,8 +121,8 @@ _SEND_FIELDS: Final = ("message", "messageId", "images")
 _IMAGE_FIELDS: Final = ("mediaType", "data")
 
 
-class InvalidRequest(BeeboxError):
-    """A request body or query the box refuses; the message names the field."""
+class InvalidRequest(Rejection):
+    """A request body, a query or a send the box refuses; the message names the field."""
 
 
 @dataclass(frozen=True, slots=True)

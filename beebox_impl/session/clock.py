@@ -17,6 +17,8 @@ from typing import Protocol
 
 import anyio
 
+from beebox_spec.errors import InvalidArgument
+
 __all__ = ["ManualClock", "SessionClock", "SystemClock"]
 
 
@@ -54,7 +56,7 @@ class ManualClock:
     def __init__(self, start: datetime) -> None:
         # Naive datetimes cannot be compared with the records' zone-aware stamps.
         if start.tzinfo is None:
-            raise ValueError("a ManualClock needs a zone-aware start time")
+            raise InvalidArgument("a ManualClock needs a zone-aware start time")
         self._now = start
         self._sleepers: list[_Sleeper] = []
 
@@ -81,7 +83,7 @@ class ManualClock:
     def advance(self, delta: timedelta) -> None:
         """Move the time forward by ``delta`` and wake every sleeper now due."""
         if delta < timedelta(0):
-            raise ValueError("time only moves forward")
+            raise InvalidArgument("time only moves forward")
         self._now += delta
         due = [sleeper for sleeper in self._sleepers if sleeper.deadline <= self._now]
         for sleeper in due:

@@ -50,6 +50,7 @@ from typing import ClassVar, Generic, Literal, TypeAlias, TypeVar
 import anyio
 
 from beebox_impl.engine.mailbox import Mailbox, PullIterator
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.permissions import PermissionEnd, PermissionRequest
 from beebox_spec.sdk_messages import AdaptedMessage, TaskMessage
 
@@ -286,7 +287,7 @@ class EventFanout(Generic[EventT]):
         """A new subscription holding up to ``max_buffer`` unread events."""
         # A bounded buffer is the point: refuse the unbounded one.
         if not 0 < max_buffer < math.inf:
-            raise ValueError("max_buffer must be a positive, finite number of events")
+            raise InvalidArgument("max_buffer must be a positive, finite number of events")
         subscription = EventSubscription[EventT](int(max_buffer))
         self._subscribers.append(subscription)
         return subscription

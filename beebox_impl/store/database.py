@@ -65,6 +65,7 @@ from typing import Any, Final, Generic, TypeVar, cast
 
 import anyio.to_thread
 
+from beebox_impl.errors import BoxClosed, SchemaTooNew
 from beebox_impl.layout import state_dir
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.thread_pool import ThreadRecord
@@ -73,7 +74,6 @@ __all__ = [
     "DATABASE_NAME",
     "MIGRATIONS",
     "BoxDatabase",
-    "SchemaTooNewError",
     "SqliteQueueStore",
     "SqliteThreadRecordStore",
     "create_database",
@@ -158,10 +158,6 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class SchemaTooNewError(RuntimeError):
-    """The database was written by a newer beebox: its schema version is past ours."""
-
-
 def database_path(box_root: Path) -> Path:
     """Where a box keeps its database."""
     return state_dir(box_root) / DATABASE_NAME
@@ -170,7 +166,7 @@ def database_path(box_root: Path) -> Path:
 def _schema_version(connection: sqlite3.Connection) -> int:
     (version,) = connection.execute("PRAGMA user_version").fetchone()
     if version > len(MIGRATIONS):
-        raise SchemaTooNewError(
+        raise SchemaTooNew(
             f"database schema version {version} is newer than this beebox ({len(MIGRATIONS)})"
         )
     return int(version)
@@ -289,7 +285,7 @@ class BoxDatabase:
 
     def _open_connection(self) -> sqlite3.Connection:
         if self._connection is None:
-            raise sqlite3.ProgrammingError("the box database is closed")
+            raise BoxClosed("the box is closed: its database is closed")
         return self._connection
 
     def _write_grouped(self, change: Callable[[sqlite3.Connection], T]) -> T:
@@ -336,7 +332,7 @@ def _commit_group(
             # An error of its own for each: one raised in several threads at once
             # would gather all their tracebacks.
             for write in group:
-                write.error = sqlite3.ProgrammingError("the box database is closed")
+                write.error = BoxClosed("the box is closed: its database is closed")
             return
         if len(group) == 1:
             _commit_alone(connection, group[0])

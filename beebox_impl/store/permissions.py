@@ -22,6 +22,7 @@ from typing import Final, Literal, TypeAlias, TypedDict, cast
 
 from beebox_impl.store.database import BoxDatabase
 from beebox_spec.entries import JsonObject
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.javascript import to_iso_timestamp
 from beebox_spec.permissions import Decision, EndedHow, PermissionRequest
 
@@ -153,7 +154,7 @@ class PermissionDecisionStore:
     async def recent(self, limit: int = 100) -> list[PermissionDecision]:
         """The last ``limit`` requests that ended (at most `MAX_LISTED`), newest first."""
         if not 1 <= limit <= MAX_LISTED:
-            raise ValueError(f"limit must be between 1 and {MAX_LISTED}, not {limit}")
+            raise InvalidArgument(f"limit must be between 1 and {MAX_LISTED}, not {limit}")
         rows = await self._database.read(
             lambda connection: connection.execute(
                 "SELECT request, asked_at_ms, ended_at_ms, how, decision, always, message,"

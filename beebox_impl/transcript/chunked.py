@@ -26,6 +26,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Final
 
+from beebox_spec.errors import InvalidArgument
+
 __all__ = ["DEFAULT_CHUNK_ITEMS", "ChunkedIntArray"]
 
 # 8,192 values: 64 KiB a full chunk. Extending an index copies at most this much
@@ -50,7 +52,7 @@ class ChunkedIntArray:
             chunk_items = DEFAULT_CHUNK_ITEMS
         # A chunk must hold a value for appends to make progress.
         if chunk_items < 1:
-            raise ValueError(f"chunk_items must be at least 1, got {chunk_items}")
+            raise InvalidArgument(f"chunk_items must be at least 1, got {chunk_items}")
         self._chunk_items = chunk_items
         self._chunks: list[array[int]] = []
         self._length = 0
@@ -62,7 +64,7 @@ class ChunkedIntArray:
     ) -> ChunkedIntArray:
         """The values `tobytes` wrote (little-endian 64-bit, on every machine)."""
         if len(data) % 8:
-            raise ValueError(f"{len(data)} bytes is not a whole number of 64-bit values")
+            raise InvalidArgument(f"{len(data)} bytes is not a whole number of 64-bit values")
         values: array[int] = array(_TYPECODE)
         values.frombytes(data)
         if sys.byteorder != "little":
@@ -109,7 +111,7 @@ class ChunkedIntArray:
         so neither appends to them.
         """
         if not 0 <= length <= self._length:
-            raise ValueError(f"a prefix of {length} values of {self._length}")
+            raise InvalidArgument(f"a prefix of {length} values of {self._length}")
         whole, rest = divmod(length, self._chunk_items)
         copy = ChunkedIntArray(chunk_items=self._chunk_items)
         copy._chunks = self._chunks[:whole]

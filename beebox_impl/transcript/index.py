@@ -74,6 +74,7 @@ from beebox_impl.transcript.lines import (
     scan_line_records,
 )
 from beebox_spec.entries import JsonObject, SessionContentBlock, SessionEntry
+from beebox_spec.errors import InvalidArgument
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
 from beebox_spec.transcript import (
@@ -220,7 +221,7 @@ class StrippedLines:
     def add(self, line_index: int, known: StrippedLine) -> None:
         """Record line ``line_index`` (after every line already recorded)."""
         if self._lines and line_index <= self._lines[-1]:
-            raise ValueError(f"stripped line {line_index} added out of order")
+            raise InvalidArgument(f"stripped line {line_index} added out of order")
         self._lines.append(line_index)
         self._utf8_bytes.append(known.utf8_bytes)
         for start, stop in known.payload_spans:
@@ -267,13 +268,13 @@ class StrippedLines:
     ) -> StrippedLines:
         """The records `arrays` gave; ValueError when they are not such a set."""
         if not len(lines) == len(utf8_bytes) == len(span_ends):
-            raise ValueError("stripped lines: arrays of different lengths")
+            raise InvalidArgument("stripped lines: arrays of different lengths")
         if (span_ends[-1] if len(span_ends) else 0) != len(bounds):
-            raise ValueError("stripped lines: payload bounds do not end where the lines say")
+            raise InvalidArgument("stripped lines: payload bounds do not end where the lines say")
         previous_line, previous_end = -1, 0
         for line, end in zip(lines, span_ends, strict=True):
             if line <= previous_line or end < previous_end or end % 2:
-                raise ValueError(f"stripped lines: line {line} or its bounds out of order")
+                raise InvalidArgument(f"stripped lines: line {line} or its bounds out of order")
             previous_line, previous_end = line, end
         records = cls()
         records._lines, records._utf8_bytes = lines, utf8_bytes
@@ -356,11 +357,11 @@ class ToolResultLinks:
     ) -> ToolResultLinks:
         """The links `arrays` gave; ValueError when they are not such a set."""
         if not len(entries) == len(lines) == len(results):
-            raise ValueError("tool result links: arrays of different lengths")
+            raise InvalidArgument("tool result links: arrays of different lengths")
         previous = (-1, -1)
         for entry, line, result in zip(entries, lines, results, strict=True):
             if (entry, line) < previous or min(entry, line, result) < 0:
-                raise ValueError(f"tool result links: ({entry}, {line}) out of order")
+                raise InvalidArgument(f"tool result links: ({entry}, {line}) out of order")
             previous = (entry, line)
         links = cls()
         links._entries, links._lines, links._results = entries, lines, results
@@ -624,7 +625,7 @@ def build_index(
     """
     # An index is read in one mode throughout: an extension is its base's.
     if base is not None and base.photos != photos:
-        raise ValueError(f"extending an index read in {base.photos!r} in {photos!r}")
+        raise InvalidArgument(f"extending an index read in {base.photos!r} in {photos!r}")
     builder = _IndexBuilder(base)
     start, first_line = builder.committed_end, builder.committed_lines + 1
     for record in scan_line_records(
@@ -683,10 +684,10 @@ class TranscriptIndexCache:
     ) -> None:
         # A cache that cannot hold one index would rebuild on every read.
         if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, got {capacity}")
+            raise InvalidArgument(f"capacity must be at least 1, got {capacity}")
         # A block must hold at least one byte for the reader to make progress.
         if block_size < 1:
-            raise ValueError(f"block_size must be at least 1, got {block_size}")
+            raise InvalidArgument(f"block_size must be at least 1, got {block_size}")
         self.capacity = capacity
         self.block_size = block_size
         self.photos = photos

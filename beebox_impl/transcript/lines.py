@@ -49,6 +49,7 @@ from beebox_impl.transcript.strip import (
     find_quoted,
     scan_inline_media_chunks,
 )
+from beebox_spec.errors import BeeboxError
 from beebox_spec.javascript import utf8_length, utf16_prefix
 from beebox_spec.media import STRIPPED_MEDIA_MARKER
 from beebox_spec.transcript import (
@@ -104,7 +105,7 @@ _UUID_VALUE_RE: Final = re.compile(rb'"uuid":"([A-Za-z0-9_-]{1,64})(?=")')
 _UUID_CARRY_BYTES: Final = len(_UUID_KEY) + 64
 
 
-class TranscriptChanged(Exception):
+class TranscriptChanged(BeeboxError):
     """The file no longer holds what an index recorded (a short read at an offset)."""
 
 

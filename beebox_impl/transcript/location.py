@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from beebox_impl.layout import state_dir
-from beebox_spec.errors import SpecRejection
+from beebox_spec.errors import Rejection
 from beebox_spec.media import SAFE_ID_RE
 
 __all__ = [
@@ -61,7 +61,7 @@ MAX_ENCODED_LENGTH = 200
 _NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
 
 
-class InvalidSessionId(SpecRejection):
+class InvalidSessionId(Rejection):
     """A session id that is not 1–64 ASCII letters, digits, ``_`` or ``-``."""
 
 

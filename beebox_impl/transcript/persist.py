@@ -55,6 +55,7 @@ from beebox_impl.transcript.index import (
     ToolResultLinks,
     TranscriptIndex,
 )
+from beebox_spec.errors import BeeboxError
 from beebox_spec.transcript import PHOTO_MODES
 
 __all__ = ["RULES_VERSION", "IndexShelf"]
@@ -78,7 +79,7 @@ _MAX_HEADER_BYTES: Final = 64 * 1024 * 1024
 _TEMPORARY: Final = re.compile(r"\.[a-z0-9_]+\.idx\.tmp")
 
 
-class _Malformed(Exception):
+class _Malformed(BeeboxError):
     """A shelved file that is not a well-formed index of ours."""
 
 

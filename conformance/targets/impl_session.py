@@ -122,7 +122,7 @@ async def _chat_scenario(
                         await calls[call]()
                     case EngineStep():
                         await driver.apply(step)
-            except BeeboxError as error:
+            except (BeeboxError, InvariantError) as error:
                 observations.append({"raises": type(error).__name__})
                 continue
             await settle()
@@ -161,7 +161,7 @@ async def _thread_scenario(
                         raise ScenarioError(f"a thread session has no {call}")
                     case EngineStep():
                         await driver.apply(step)
-            except BeeboxError as error:
+            except (BeeboxError, InvariantError) as error:
                 observations.append({"raises": type(error).__name__})
                 continue
             await settle()

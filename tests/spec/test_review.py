@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue, SessionContentBlock, SessionEntry
-from beebox_spec.errors import InvariantError, SpecRejection
+from beebox_spec.errors import InvariantError, Rejection
 from beebox_spec.javascript import JS_WHITESPACE
 from beebox_spec.review import (
     DISCOVERY_GATES,
@@ -536,7 +536,7 @@ def test_invalid_output_is_rejected_naming_the_field(output: JsonValue, field: s
     with pytest.raises(ReviewOutputRejection) as caught:
         validate_review_output(output)
     assert caught.value.field == field
-    assert isinstance(caught.value, SpecRejection)
+    assert isinstance(caught.value, Rejection)
 
 
 def test_render_account() -> None:

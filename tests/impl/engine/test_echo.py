@@ -28,6 +28,7 @@ from beebox_impl.engine.echo import (
 )
 from beebox_impl.transcript.location import transcript_path
 from beebox_spec.entries import JsonObject
+from beebox_spec.errors import InvariantError
 from beebox_spec.media import extract_media
 from beebox_spec.sdk_messages import adapt_sdk_message
 from beebox_spec.transcript import (
@@ -554,7 +555,7 @@ async def test_close_ends_the_stream_at_once(box: Path, projects: Path) -> None:
     assert len(read_lines(run.transcript_path)) == 2
     with pytest.raises(anyio.ClosedResourceError):
         await run.send("three")
-    with pytest.raises(RuntimeError, match="consumed once"):
+    with pytest.raises(InvariantError, match="consumed once"):
         run.messages()
 
 

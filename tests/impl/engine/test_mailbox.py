@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from beebox_impl.engine.mailbox import Mailbox, PullIterator
+from beebox_spec.errors import InvariantError
 
 pytestmark = pytest.mark.anyio
 
@@ -92,9 +93,9 @@ async def test_take_all_hands_over_everything_waiting_in_order_and_never_the_end
 
 async def test_none_is_not_an_item() -> None:
     mailbox: Mailbox[int | None] = Mailbox()
-    with pytest.raises(TypeError):
+    with pytest.raises(InvariantError):
         mailbox.put(None)
-    with pytest.raises(TypeError):
+    with pytest.raises(InvariantError):
         mailbox.offer(None, 10)
     assert len(mailbox) == 0
 

@@ -15,6 +15,7 @@ from beebox_impl.engine.messages import (
     result_message,
 )
 from beebox_spec.entries import JsonObject
+from beebox_spec.errors import InvariantError
 from beebox_spec.sdk_messages import adapt_sdk_message, message_kind
 from conformance.scenario import EngineStep
 
@@ -68,9 +69,9 @@ async def test_a_failed_start_raises_the_reason_and_lists_no_run() -> None:
     assert errors == ["no binary"]
     assert engine.runs == []
     assert engine.starts == [OPTIONS]
-    with pytest.raises(LookupError):
+    with pytest.raises(InvariantError):
         engine.accept_start()
-    with pytest.raises(LookupError):
+    with pytest.raises(InvariantError):
         _ = engine.last_run
 
 
@@ -116,7 +117,7 @@ async def test_a_cancelled_start_is_withdrawn() -> None:
         await engine.start(OPTIONS)
     assert engine.waiting_starts == 0
     assert engine.starts == [OPTIONS]
-    with pytest.raises(LookupError):
+    with pytest.raises(InvariantError):
         engine.accept_start()
 
 
@@ -195,7 +196,7 @@ async def test_closing_ends_the_stream_at_once_and_drops_what_was_not_consumed()
 async def test_a_run_stream_is_consumed_once() -> None:
     run = await ScriptedEngine("accept").start(OPTIONS)
     run.messages()
-    with pytest.raises(RuntimeError, match="consumed once"):
+    with pytest.raises(InvariantError, match="consumed once"):
         run.messages()
 
 
@@ -212,7 +213,7 @@ def test_scripted_messages_adapt_as_the_session_reads_them() -> None:
     assert assistant["message"]["content"] == [{"type": "text", "text": "hi"}]
     assert result is not None
     assert message_kind(result) == "result:success"
-    with pytest.raises(ValueError, match="not an SDK message"):
+    with pytest.raises(InvariantError, match="not an SDK message"):
         raw_sdk_message(EngineStep("closed"), "s-9", 4)
 
 

@@ -13,13 +13,13 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from beebox_impl.errors import BoxClosed, SchemaTooNew
 from beebox_impl.store import (
     MIGRATIONS,
     BoxDatabase,
     InMemoryQueueStore,
     InMemoryThreadRecordStore,
     QueueStore,
-    SchemaTooNewError,
     ThreadRecordStore,
     database_path,
 )
@@ -51,7 +51,7 @@ async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     with sqlite3.connect(path) as connection:
         connection.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
-    with pytest.raises(SchemaTooNewError):
+    with pytest.raises(SchemaTooNew):
         await BoxDatabase.open(tmp_path)
 
 
@@ -100,7 +100,7 @@ async def test_a_closed_database_refuses_work(tmp_path: Path) -> None:
     database = await BoxDatabase.open(tmp_path)
     await database.aclose()
     await database.aclose()
-    with pytest.raises(sqlite3.ProgrammingError):
+    with pytest.raises(BoxClosed):
         await database.chat_queue.load()
 
 
