@@ -135,7 +135,15 @@ class Sender:
 
 @dataclass(frozen=True, slots=True)
 class SendRequest:
-    """One send: the text, the client's message id, the photos (decoded)."""
+    """One send: the text, the client's message id, the photos (decoded).
+
+    The send's rules live here, so `Box.send` and ``POST /api/chat/send`` (whose
+    body `parse_send_body` reads into one of these) refuse the same sends with the
+    same words (`InvalidRequest`, naming the field): the text is Unicode; a
+    message id is 1–`MAX_MESSAGE_ID_CHARS` characters; each photo is of a type the
+    media route serves back as itself (`SERVABLE_MEDIA_TYPES`) and holds bytes; and
+    a send says or shows something.
+    """
 
     message: str
     message_id: str | None = None
@@ -146,7 +154,23 @@ class SendRequest:
         # Unicode text: half a surrogate pair (JSON lets "\\ud800" through) is not.
         _check_unicode("message", self.message)
         if self.message_id is not None:
+            # Ours: a message id is a client's token, not a document.
+            if not 0 < len(self.message_id) <= MAX_MESSAGE_ID_CHARS:
+                raise InvalidRequest(
+                    f'"messageId" must be a string of 1-{MAX_MESSAGE_ID_CHARS} characters'
+                )
             _check_unicode("messageId", self.message_id)
+        for position, image in enumerate(self.images):
+            where = f"images[{position}]"
+            # Only a type the media route would serve back as itself.
+            if image.media_type not in SERVABLE_MEDIA_TYPES:
+                allowed = ", ".join(sorted(SERVABLE_MEDIA_TYPES))
+                raise InvalidRequest(f'"{where}.mediaType" must be one of {allowed}')
+            if not image.data:
+                raise InvalidRequest(f'"{where}.data" must be a non-empty base64 string')
+        # A send must say or show something.
+        if not self.message and not self.images:
+            raise InvalidRequest('"message" must not be empty')
 
 
 def _check_unicode(name: str, value: str) -> None:
@@ -229,8 +253,7 @@ def _parse_image(position: int, value: JsonValue) -> Attachment:
         if name not in value:
             raise InvalidRequest(f'missing field "{where}.{name}"')
     media_type, data = value["mediaType"], value["data"]
-    # Only a type the media route would serve back as itself.
-    if not isinstance(media_type, str) or media_type not in SERVABLE_MEDIA_TYPES:
+    if not isinstance(media_type, str):
         allowed = ", ".join(sorted(SERVABLE_MEDIA_TYPES))
         raise InvalidRequest(f'"{where}.mediaType" must be one of {allowed}')
     if not isinstance(data, str) or not data:
@@ -243,7 +266,11 @@ def _parse_image(position: int, value: JsonValue) -> Attachment:
 
 
 def parse_send_body(body: JsonValue) -> SendRequest:
-    """The send request a JSON body holds, or `InvalidRequest` naming the field."""
+    """The send request a JSON body holds, or `InvalidRequest` naming the field.
+
+    This reads the body's shape (an object of known fields, of JSON types that can
+    be a send, base64 that decodes); what a send may be is `SendRequest`'s to say.
+    """
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object")
     _field_list(body, _SEND_FIELDS, "")
@@ -253,17 +280,12 @@ def parse_send_body(body: JsonValue) -> SendRequest:
     if not isinstance(message, str):
         raise InvalidRequest('"message" must be a string')
     message_id = body.get("messageId")
-    if message_id is not None and (
-        not isinstance(message_id, str) or not 0 < len(message_id) <= MAX_MESSAGE_ID_CHARS
-    ):
+    if message_id is not None and not isinstance(message_id, str):
         raise InvalidRequest(f'"messageId" must be a string of 1-{MAX_MESSAGE_ID_CHARS} characters')
     raw_images = body.get("images", [])
     if not isinstance(raw_images, list):
         raise InvalidRequest('"images" must be a list')
     images = tuple(_parse_image(position, value) for position, value in enumerate(raw_images))
-    # A send must say or show something.
-    if not message and not images:
-        raise InvalidRequest('"message" must not be empty')
     return SendRequest(message, message_id, images)
 
 
