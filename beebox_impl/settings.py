@@ -18,19 +18,29 @@ leave the agent in another mode — and so is a value of the wrong kind, each wi
 the file, the line and what would be right (`InvalidBoxSettings`).
 ``bypassPermissions`` may be written here like any mode, but `bbx serve` still
 refuses it without ``--dangerously-bypass-permissions`` on its own command line.
+
+The file is YAML, read by ruamel.yaml; but importing ruamel takes longer than a
+light command (`bbx chat history`) takes to run. So the file is first read as
+the small part of YAML it is usually written in (`_plain_document`): ``key:``
+lines two levels deep, each value a letter-first word, a decimal number, a
+quoted string without escapes or a one-line ``[...]`` of those, comments and
+blank lines; printable ASCII only. That reading answers exactly what ruamel's
+would, or gives up at the first thing outside it (a block list, an escape, a
+tab, a word YAML reads as null or a boolean, a repeated key...), and then ruamel
+reads the file. Both documents go through the same checks; a file the checks
+refuse is read again by ruamel, so every message says the line ruamel places
+the fault on. One file, one answer, whichever way it was read: a differential
+property test holds the two readings equal (`tests/impl/test_settings_reading.py`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import YAMLError
+from typing import Any, Final, TypeAlias
 
 from beebox_impl.atomic import write_atomic
 from beebox_impl.engine.claude_permissions import (
@@ -142,10 +152,30 @@ def load_box_settings(box_root: Path) -> BoxSettings:
         return BoxSettings()
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidBoxSettings(f"{path}: cannot be read ({error})") from error
+    plain = _plain_document(text)
+    if plain is not _OUTSIDE_PLAIN_YAML:
+        try:
+            return _box_settings(path, plain)
+        except InvalidBoxSettings:
+            pass  # said below as ruamel places it: with the line it is on
+    return _box_settings(path, _yaml_document(path, text))
+
+
+def _yaml_document(path: Path, text: str) -> object:
+    # Imported here: a plain file (`_plain_document`) never needs it.
+    from ruamel.yaml import YAML  # noqa: PLC0415
+    from ruamel.yaml.error import YAMLError  # noqa: PLC0415
+
     try:
-        document = YAML(typ="rt").load(text)
+        return YAML(typ="rt").load(text)
     except YAMLError as error:
         raise InvalidBoxSettings(f"{path}: not YAML: {error}") from error
+    except (TypeError, RecursionError) as error:
+        # YAML ruamel parses but cannot build: a mapping as a key, nesting past the stack.
+        raise InvalidBoxSettings(f"{path}: not YAML beebox can read ({error})") from error
+
+
+def _box_settings(path: Path, document: object) -> BoxSettings:
     if document is None:
         return BoxSettings()
     where = _Where(path, document)
@@ -156,6 +186,119 @@ def load_box_settings(box_root: Path) -> BoxSettings:
         PermissionSettings() if permissions is None else _permission_settings(where, permissions),
         HistorySettings() if history is None else _history_settings(where, history),
     )
+
+
+class _OutsidePlainYaml:
+    """The file uses more of YAML than `_plain_document` reads."""
+
+
+_OUTSIDE_PLAIN_YAML: Final = _OutsidePlainYaml()
+
+# A key, or a plain word value: a string to YAML unless it names null or a boolean
+# (1.2's words; 1.1's too, which a reader may still follow: no guess either way).
+_WORD: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_NOT_STRINGS: Final = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n"})
+_INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
+_DECIMAL: Final = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]+")
+_KEY_LINE: Final = re.compile(rf"( *)({_WORD.pattern}):(.*)")
+# Printable ASCII and newlines: nothing for YAML to reject or to read as a break.
+_PLAIN_TEXT: Final = re.compile(r"[\x20-\x7e\n]*")
+# A quoted string without escapes (a doubled quote or a backslash): its characters.
+_QUOTED: Final = re.compile(r"'([^']*)'(?!')|\"([^\"\\]*)\"")
+_COMMENT_OR_NOTHING: Final = re.compile(r"(?: +#.*)?| *")
+
+_PlainValue: TypeAlias = str | int | float | list[str] | None
+
+
+def _plain_document(text: str) -> object:
+    """The file as ruamel reads it (plain dicts and lists), or `_OUTSIDE_PLAIN_YAML`.
+
+    A top-level ``key:`` with nothing after it opens a section; the lines indented
+    under it (all by the same amount) are its keys, each with a value or none
+    (null). No third level, no repeated key, nothing that is not a key line, a
+    comment line or a blank one.
+    """
+    if _PLAIN_TEXT.fullmatch(text) is None:
+        return _OUTSIDE_PLAIN_YAML
+    document: dict[str, Any] = {}
+    section: dict[str, Any] | None = None
+    section_key = ""
+    section_indent = 0
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        matched = _KEY_LINE.fullmatch(line)
+        if matched is None:
+            return _OUTSIDE_PLAIN_YAML
+        indent, key = len(matched[1]), matched[2]
+        value = _plain_value(matched[3])
+        if key.lower() in _NOT_STRINGS or value is _OUTSIDE_PLAIN_YAML:
+            return _OUTSIDE_PLAIN_YAML
+        if indent == 0:
+            if key in document:
+                return _OUTSIDE_PLAIN_YAML
+            document[key] = value
+            # Only a key with nothing after it may have keys under it.
+            section = {} if value is None else None
+            section_key, section_indent = key, 0
+            continue
+        if section is None or key in section:
+            return _OUTSIDE_PLAIN_YAML
+        if not section:
+            section_indent = indent
+            document[section_key] = section
+        if indent != section_indent:
+            return _OUTSIDE_PLAIN_YAML
+        section[key] = value
+    return document or None
+
+
+def _plain_value(rest: str) -> _PlainValue | _OutsidePlainYaml:
+    """The value after a key's colon: None when there is none (a comment at most)."""
+    if not rest:
+        return None
+    if not rest.startswith(" "):
+        # ``key:value`` is one plain scalar to YAML, not a key.
+        return _OUTSIDE_PLAIN_YAML
+    value = rest.lstrip(" ")
+    if not value or value.startswith("#"):
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return _OUTSIDE_PLAIN_YAML
+        inside = value[1:end]
+        # A piece split inside a quoted item is no whole item: the line is then ruamel's.
+        items = [_plain_scalar(item.strip(" ")) for item in inside.split(",")]
+        strings = [item for item in items if isinstance(item, str)]
+        if inside.strip(" ") == "":
+            strings, items = [], []
+        if len(strings) != len(items):
+            return _OUTSIDE_PLAIN_YAML
+        return strings if _COMMENT_OR_NOTHING.fullmatch(value[end + 1 :]) else _OUTSIDE_PLAIN_YAML
+    quoted = _QUOTED.match(value)
+    if quoted is not None:
+        after = value[quoted.end() :]
+        text = quoted[1] if quoted[1] is not None else quoted[2]
+        return text if _COMMENT_OR_NOTHING.fullmatch(after) else _OUTSIDE_PLAIN_YAML
+    # A plain scalar ends where a comment starts: `` #``.
+    scalar = value.partition(" #")[0].rstrip(" ")
+    return _plain_scalar(scalar)
+
+
+def _plain_scalar(token: str) -> str | int | float | _OutsidePlainYaml:
+    """One item: a quoted string, a word or a decimal number, as ruamel resolves it."""
+    quoted = _QUOTED.fullmatch(token)
+    if quoted is not None:
+        return quoted[1] if quoted[1] is not None else quoted[2]
+    if _WORD.fullmatch(token) is not None and token.lower() not in _NOT_STRINGS:
+        return token
+    if _INTEGER.fullmatch(token) is not None:
+        return int(token)
+    if _DECIMAL.fullmatch(token) is not None:
+        return float(token)
+    return _OUTSIDE_PLAIN_YAML
 
 
 def _history_settings(where: _Where, value: object) -> HistorySettings:
@@ -232,11 +375,13 @@ class _Where:
 
     @staticmethod
     def _line(value: object, key: str) -> str:
-        # ruamel's round-trip maps know where each key was (0-based line).
-        if isinstance(value, CommentedMap):
-            try:
-                line, _column = value.lc.key(key)
-            except (KeyError, TypeError):
-                return ""
-            return f":{line + 1}"
-        return ""
+        # ruamel's round-trip maps know where each key was (0-based line); a plain
+        # reading's do not, and its refusals are said again from ruamel's.
+        lines = getattr(value, "lc", None)
+        if lines is None:
+            return ""
+        try:
+            line, _column = lines.key(key)
+        except (KeyError, TypeError):
+            return ""
+        return f":{line + 1}"
