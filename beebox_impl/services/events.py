@@ -18,13 +18,18 @@ listener sees the same events in the same order:
 Delivery is `EventFanout`'s: publishing never waits, and a listener that falls
 more than its buffer behind is cut off (its stream ends) rather than shown a
 stream with a hole in it.
+
+**Typed.** `BoxEvent` is the union of every event, each a `BoxEventOf[name, data]`
+whose ``name`` is a literal and whose ``data`` is that event's `TypedDict`, so a
+host that tests ``event.name == "turn-text"`` has ``event.data["text"]`` typed as a
+string. `BOX_EVENT_NAMES` lists the names; the SSE route writes ``data`` as it is.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Final, Generic, Literal, TypeAlias, TypedDict, TypeVar, cast, get_args
 
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.events import (
@@ -43,14 +48,29 @@ from beebox_impl.session.events import (
     TurnText,
     follow_events,
 )
-from beebox_spec.entries import JsonObject
-from beebox_spec.permissions import PermissionEnd
-from beebox_spec.sdk_messages import ResultMessage, turn_error
+from beebox_spec.permissions import Decision, EndedHow, PermissionEnd, PermissionRequest
+from beebox_spec.sdk_messages import AdaptedMessage, ResultMessage, turn_error
 
 __all__ = [
+    "BOX_EVENT_NAMES",
     "TURN_ERROR",
     "BoxEvent",
+    "BoxEventData",
     "BoxEventHub",
+    "BoxEventName",
+    "BoxEventOf",
+    "ChatTurnData",
+    "ChatUserMessageData",
+    "CloseData",
+    "MessageData",
+    "NoData",
+    "PermissionEndedData",
+    "PermissionRequestData",
+    "SenderData",
+    "SessionIdData",
+    "StartFailedData",
+    "TurnErrorData",
+    "TurnTextData",
     "chat_event_data",
     "relay_chat_events",
     "turn_error_data",
@@ -59,9 +79,110 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
+# --- Each event's data ----------------------------------------------------------------
+
+
+class SenderData(TypedDict):
+    """Who sent a message, when the host said (`beebox_impl.services.send.Sender`)."""
+
+    email: str
+    name: str
+
+
+class ChatUserMessageData(TypedDict):
+    """``chat-user-message``: a send was recorded (``id``: its row in the record)."""
+
+    id: int
+    sessionId: str | None
+    message: str
+    user: SenderData | None
+    timestamp: str
+
+
+class ChatTurnData(TypedDict):
+    """``chat-turn``: a send started a turn."""
+
+    turnId: str
+    id: int
+
+
+class SessionIdData(TypedDict):
+    """``session-id``: the chat's session id, once the engine names it."""
+
+    sessionId: str
+
+
+class MessageData(TypedDict):
+    """``message`` and ``task``: an SDK message, adapted (`beebox_spec.sdk_messages`)."""
+
+    message: AdaptedMessage
+
+
+class NoData(TypedDict):
+    """``done`` (a turn ended) and ``events-lost``: the name says it all."""
+
+
+class TurnTextData(TypedDict):
+    """``turn-text``: the text of the turn that ended."""
+
+    text: str
+
+
+class CloseData(TypedDict):
+    """``close``: the run's stream ended; ``code`` 0 after a deliberate stop."""
+
+    code: int | None
+
+
+class StartFailedData(TypedDict):
+    """``start-failed``: a run did not start; the text it was to carry, if any."""
+
+    reason: str
+    failedText: str | None
+
+
+class PermissionRequestData(TypedDict):
+    """``permission-request``: the agent asks before it acts (`beebox_spec.permissions`)."""
+
+    request: PermissionRequest
+
+
+class PermissionEndedData(TypedDict):
+    """``permission-ended``: how a request ended, and what its run was told."""
+
+    id: str
+    how: EndedHow
+    decision: Decision | None
+
+
+class TurnErrorData(TypedDict):
+    """``turn-error``: the agent's words for a failed turn, and its result's subtype."""
+
+    error: str
+    subtype: str
+
+
+BoxEventData: TypeAlias = (
+    ChatUserMessageData
+    | ChatTurnData
+    | SessionIdData
+    | MessageData
+    | NoData
+    | TurnTextData
+    | CloseData
+    | StartFailedData
+    | PermissionRequestData
+    | PermissionEndedData
+    | TurnErrorData
+)
+
+NameT = TypeVar("NameT", bound=str)
+DataT = TypeVar("DataT", bound=BoxEventData)
+
+
 @dataclass(frozen=True, slots=True)
-class BoxEvent:
-    """One event: its place in the box's order (from 1), its name and its JSON data.
+class BoxEventOf(Generic[NameT, DataT]):
+    """One event: its place in the box's order (from 1), its name and its data.
 
     ``wire`` holds the event's encoding once a transport has made it
     (`beebox_impl.http.events.encode_event`): every stream then sends the same bytes,
@@ -69,9 +190,46 @@ class BoxEvent:
     message)."""
 
     seq: int
-    name: str
-    data: JsonObject
+    name: NameT
+    data: DataT
     wire: list[bytes] = field(default_factory=list, compare=False, repr=False)
+
+
+# Every event the box publishes, its name paired with its data.
+BoxEvent: TypeAlias = (
+    BoxEventOf[Literal["chat-user-message"], ChatUserMessageData]
+    | BoxEventOf[Literal["chat-turn"], ChatTurnData]
+    | BoxEventOf[Literal["session-id"], SessionIdData]
+    | BoxEventOf[Literal["message"], MessageData]
+    | BoxEventOf[Literal["task"], MessageData]
+    | BoxEventOf[Literal["done"], NoData]
+    | BoxEventOf[Literal["turn-text"], TurnTextData]
+    | BoxEventOf[Literal["close"], CloseData]
+    | BoxEventOf[Literal["start-failed"], StartFailedData]
+    | BoxEventOf[Literal["permission-request"], PermissionRequestData]
+    | BoxEventOf[Literal["permission-ended"], PermissionEndedData]
+    | BoxEventOf[Literal["turn-error"], TurnErrorData]
+    | BoxEventOf[Literal["events-lost"], NoData]
+)
+
+BoxEventName: TypeAlias = Literal[
+    "chat-user-message",
+    "chat-turn",
+    "session-id",
+    "message",
+    "task",
+    "done",
+    "turn-text",
+    "close",
+    "start-failed",
+    "permission-request",
+    "permission-ended",
+    "turn-error",
+    "events-lost",
+]
+
+# The names, in the order above (a test holds them to `BoxEvent`'s pairs).
+BOX_EVENT_NAMES: Final[tuple[BoxEventName, ...]] = get_args(BoxEventName)
 
 
 class BoxEventHub:
@@ -81,10 +239,13 @@ class BoxEventHub:
         self._fanout = EventFanout[BoxEvent]()
         self._last_seq = 0
 
-    def publish(self, name: str, data: JsonObject) -> BoxEvent:
-        """Number ``data`` as event ``name`` and hand it to every listener now."""
+    def publish(self, name: BoxEventName, data: BoxEventData) -> BoxEvent:
+        """Number ``data`` as event ``name`` and hand it to every listener now
+        (``data`` the `TypedDict` `BoxEvent` pairs with ``name``)."""
         self._last_seq += 1
-        event = BoxEvent(self._last_seq, name, data)
+        # The pairing of a name with its data is `BoxEvent`'s; the publishers keep to
+        # it, and `tests/impl/services/test_typed_events.py` checks what they publish.
+        event = cast(BoxEvent, BoxEventOf(self._last_seq, name, data))
         self._fanout.publish(event)
         return event
 
@@ -97,14 +258,13 @@ class BoxEventHub:
         self._fanout.close()
 
 
-def chat_event_data(event: ChatEvent) -> JsonObject:
+def chat_event_data(event: ChatEvent) -> BoxEventData:
     """A chat session event's data as the event stream carries it."""
     match event:
         case SessionIdAssigned(session_id=session_id):
             return {"sessionId": session_id}
         case Message(message=message) | Task(message=message):
-            # The adapted messages are JSON objects typed as TypedDicts.
-            return {"message": cast(JsonObject, message)}
+            return {"message": message}
         case Done():
             return {}
         case TurnText(text=text):
@@ -114,21 +274,21 @@ def chat_event_data(event: ChatEvent) -> JsonObject:
         case StartFailed(reason=reason, failed_text=failed_text):
             return {"reason": reason, "failedText": failed_text}
         case PermissionRequested(request=request):
-            return {"request": cast(JsonObject, request)}
+            return {"request": request}
         case PermissionEnded(end=end):
             return permission_end_data(end)
 
 
-def permission_end_data(end: PermissionEnd) -> JsonObject:
+def permission_end_data(end: PermissionEnd) -> PermissionEndedData:
     """``permission-ended``'s data: which request, how it ended, what its run was told."""
     return {"id": end.id, "how": end.how, "decision": end.decision}
 
 
 # The event beside a failed turn's result.
-TURN_ERROR = "turn-error"
+TURN_ERROR: Final = "turn-error"
 
 
-def turn_error_data(result: ResultMessage, error: str) -> JsonObject:
+def turn_error_data(result: ResultMessage, error: str) -> TurnErrorData:
     """``turn-error``'s data: the CLI's words and the failed turn's result subtype
     (``success`` for an API call the CLI gave up on, Claude Code's own naming;
     ``error_max_turns`` and the like for a limit)."""
@@ -154,6 +314,7 @@ async def relay_chat_events(
 
     def say_lost() -> None:
         _log.warning("the event relay fell behind; some turn events were lost")
-        hub.publish("events-lost", {})
+        no_data: NoData = {}
+        hub.publish("events-lost", no_data)
 
     await follow_events(session.subscribe, events, relay, on_overflow=say_lost)

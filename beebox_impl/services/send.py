@@ -67,14 +67,14 @@ import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Protocol, TypeAlias, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 
 from beebox_impl.ids import new_uuid4
 from beebox_impl.services.attachments import handed_text, split_photo_markers, without_markers
-from beebox_impl.services.events import BoxEventHub
+from beebox_impl.services.events import BoxEventHub, ChatTurnData, ChatUserMessageData
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded
@@ -607,7 +607,9 @@ class ChatSendService:
         self, request: SendRequest, message: str, payload: JsonObject, recorded: Recorded
     ) -> str:
         """A recorded send's event and its expected delivery; the text the session gets."""
-        self._events.publish("chat-user-message", {"id": recorded.row_id, **payload})
+        # The payload `_message` made (sessionId, message, user, timestamp), and its row.
+        recorded_data = cast(ChatUserMessageData, {"id": recorded.row_id, **payload})
+        self._events.publish("chat-user-message", recorded_data)
         if request.images:
             self._photo_bytes[recorded.row_id] = sum(len(photo.data) for photo in request.images)
         turn_text = handed_text(message, recorded.row_id, bool(request.images))
@@ -633,5 +635,6 @@ class ChatSendService:
         if not accepted:
             return Queued()
         turn_id = self._new_turn_id()
-        self._events.publish("chat-turn", {"turnId": turn_id, "id": row_id})
+        started: ChatTurnData = {"turnId": turn_id, "id": row_id}
+        self._events.publish("chat-turn", started)
         return TurnStarted(turn_id)

@@ -4,42 +4,52 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from beebox_impl.box import Box
-from beebox_impl.services.events import BoxEvent
 from tests.agent.claude_cli import OfflineClaude
 
-__all__ = ["EventLog", "claude_box", "wait_until"]
+__all__ = ["EventLog", "LoggedEvent", "claude_box", "wait_until"]
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """A box event as the tests read it: its data as a plain dict, whatever its name
+    (a host narrows `LoggedEvent` by its name; a test compares whole payloads)."""
+
+    seq: int
+    name: str
+    data: dict[str, Any]
 
 
 class EventLog:
     """Every event of a box since it was made, kept by a task of its own."""
 
     def __init__(self) -> None:
-        self.events: list[BoxEvent] = []
+        self.events: list[LoggedEvent] = []
         self._changed = anyio.Event()
 
     async def follow(self, box: Box, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         with box.subscribe() as subscription:
             task_status.started()
             async for event in subscription:
-                self.events.append(event)
+                self.events.append(LoggedEvent(event.seq, event.name, dict(event.data)))
                 self._changed.set()
                 self._changed = anyio.Event()
 
-    def named(self, name: str) -> list[BoxEvent]:
+    def named(self, name: str) -> list[LoggedEvent]:
         return [event for event in self.events if event.name == name]
 
     def names(self) -> list[str]:
         return [event.name for event in self.events]
 
     async def wait_for(
-        self, predicate: Callable[[BoxEvent], bool], *, count: int = 1, timeout: float = 60
-    ) -> list[BoxEvent]:
+        self, predicate: Callable[[LoggedEvent], bool], *, count: int = 1, timeout: float = 60
+    ) -> list[LoggedEvent]:
         """Until ``count`` events satisfy ``predicate``; those events."""
         with anyio.fail_after(timeout):
             while True:
@@ -50,7 +60,7 @@ class EventLog:
 
     async def wait_for_name(
         self, name: str, *, count: int = 1, timeout: float = 60
-    ) -> list[BoxEvent]:
+    ) -> list[LoggedEvent]:
         return await self.wait_for(lambda event: event.name == name, count=count, timeout=timeout)
 
 

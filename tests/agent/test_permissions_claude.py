@@ -21,7 +21,6 @@ import pytest
 
 from beebox_impl.box import Box
 from beebox_impl.services import Queued, SendRequest
-from beebox_impl.services.events import BoxEvent
 from beebox_impl.services.permissions import PermissionAlreadyEnded, PermissionNotFound
 from beebox_impl.transcript import TailSlice
 from beebox_spec.lifecycle import Phase
@@ -30,7 +29,7 @@ from beebox_spec.permissions import (
     TIMED_OUT_MESSAGE,
     PermissionReply,
 )
-from tests.agent.box_support import EventLog, claude_box, wait_until
+from tests.agent.box_support import EventLog, LoggedEvent, claude_box, wait_until
 from tests.agent.claude_cli import OfflineClaude, claude_processes
 from tests.agent.messages_api import MessagesApiDouble, Recorded, Reply, ToolUse
 
@@ -51,7 +50,7 @@ async def asked(log: EventLog, count: int = 1) -> list[dict[str, Any]]:
     return [event_request(event) for event in events[:count]]
 
 
-def event_request(event: BoxEvent) -> dict[str, Any]:
+def event_request(event: LoggedEvent) -> dict[str, Any]:
     request = event.data["request"]
     assert isinstance(request, dict)
     return request

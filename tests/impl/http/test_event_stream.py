@@ -21,7 +21,7 @@ import pytest
 from beebox_impl.http.events import _writes, encode_event, stream_events
 from beebox_impl.http.routes import Exchange
 from beebox_impl.http.server import HttpLimits
-from beebox_impl.services.events import BoxEvent, BoxEventHub
+from beebox_impl.services.events import BoxEvent, BoxEventHub, NoData
 from beebox_impl.session.events import EventSubscription
 from tests.impl.http.support import served_box
 
@@ -40,7 +40,9 @@ async def test_events_waiting_together_cross_and_leave_as_one_write() -> None:
     def subscribe() -> EventSubscription[BoxEvent]:
         # Events pile up behind the subscription before the stream first reads it.
         events = hub.subscribe()
-        published.extend(hub.publish("chat-turn", {"n": n}) for n in range(WAITING))
+        published.extend(
+            hub.publish("chat-turn", {"turnId": f"t-{n}", "id": n}) for n in range(WAITING)
+        )
         return events
 
     writes: list[bytes] = []
@@ -160,17 +162,18 @@ async def test_a_stream_blocked_on_a_client_that_does_not_read_does_not_hold_the
 def test_an_event_is_encoded_once_for_every_stream_that_sends_it() -> None:
     # A large message goes to every stream: one copy of its bytes, not one a stream.
     hub = BoxEventHub()
-    event = hub.publish("message", {"text": "x" * 1_000_000})
+    event = hub.publish("turn-text", {"text": "x" * 1_000_000})
     first, second = encode_event(event), encode_event(event)
     assert first is second
-    assert first.startswith(b"id: 1\nevent: message\ndata: {")
+    assert first.startswith(b"id: 1\nevent: turn-text\ndata: {")
 
 
 def test_a_large_event_is_written_alone_and_uncopied_between_joined_small_ones() -> None:
     hub = BoxEventHub()
-    small = [hub.publish("done", {}) for _ in range(3)]
-    large = hub.publish("message", {"text": "x" * 200_000})
-    after = hub.publish("done", {})
+    nothing: NoData = {}
+    small = [hub.publish("done", nothing) for _ in range(3)]
+    large = hub.publish("turn-text", {"text": "x" * 200_000})
+    after = hub.publish("done", nothing)
     writes = list(_writes(encode_event(event) for event in [*small, large, after]))
     assert writes[0] == b"".join(encode_event(event) for event in small)
     assert writes[1] is encode_event(large), "the shared bytes, not a copy"
