@@ -536,7 +536,15 @@ class Box:
 
     @property
     def root(self) -> Path:
+        """The box's folder (absolute)."""
         return self.paths.root
+
+    @property
+    def session_id(self) -> str | None:
+        """The chat's current session id: None until the engine names one, and again
+        after a `reset` (the next turn starts a new session)."""
+        self._check_open()
+        return self.session.session_id
 
     # --- The chat -----------------------------------------------------------------
 
