@@ -39,3 +39,20 @@ def test_the_example_runs(index: int, tmp_path: Path) -> None:
     else:
         assert "the box answered {'turnId':" in result.stdout
         assert "/?token=" in result.stdout
+
+
+def test_the_guide_imports_only_the_public_api() -> None:
+    # Every example imports beebox from `beebox_impl` itself: the contract.
+    text = DOC.read_text(encoding="utf-8")
+    imports = re.findall(r"^\s*(?:from|import) (beebox\w*(?:\.\w+)*)", text, re.MULTILINE)
+    assert imports
+    assert set(imports) == {"beebox_impl"}, imports
+
+
+def test_the_guide_says_what_every_box_method_returns_and_raises() -> None:
+    from beebox_impl import Box  # noqa: PLC0415
+
+    text = DOC.read_text(encoding="utf-8")
+    public = [name for name in vars(Box) if not name.startswith("_")]
+    for name in public:
+        assert f"`{name}`" in text or f"box.{name}" in text or f"Box.{name}" in text, name
