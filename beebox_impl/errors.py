@@ -49,3 +49,42 @@ class SchemaTooNew(BoxStateError):
 class WrongThread(BeeboxError, RuntimeError):
     """A blocking method called on the event loop's own thread, where it would stall
     every task of the box (the message names the awaitable to use instead)."""
+
+
+def error_tree() -> str:
+    """The public error classes (`beebox_impl.__all__`) as a tree under their roots,
+    each rejection with its ``status_hint``: ``python -m beebox_impl.errors``."""
+    import beebox_impl  # noqa: PLC0415 - the package's names, loaded on first use
+
+    public = {
+        value
+        for name in beebox_impl.__all__
+        if isinstance(value := getattr(beebox_impl, name), type)
+        and issubclass(value, BaseException)
+    }
+
+    def parent(error: type[BaseException]) -> type[BaseException] | None:
+        # The nearest public class it derives from (its first such base, in MRO order).
+        return next((base for base in error.__mro__[1:] if base in public), None)
+
+    children: dict[type[BaseException] | None, list[type[BaseException]]] = {}
+    for error in public:
+        children.setdefault(parent(error), []).append(error)
+    lines: list[str] = []
+
+    def draw(error: type[BaseException], prefix: str, last: bool, depth: int) -> None:
+        hint = getattr(error, "status_hint", None)
+        label = error.__name__ + (f" ({hint})" if isinstance(hint, int) else "")
+        lines.append(label if depth == 0 else f"{prefix}{'└── ' if last else '├── '}{label}")
+        below = sorted(children.get(error, []), key=lambda child: child.__name__)
+        inner = "" if depth == 0 else prefix + ("    " if last else "│   ")
+        for position, child in enumerate(below):
+            draw(child, inner, position == len(below) - 1, depth + 1)
+
+    for root in sorted(children.get(None, []), key=lambda root: root.__name__):
+        draw(root, "", True, 0)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(error_tree())

@@ -56,3 +56,9 @@ def test_the_guide_says_what_every_box_method_returns_and_raises() -> None:
     public = [name for name in vars(Box) if not name.startswith("_")]
     for name in public:
         assert f"`{name}`" in text or f"box.{name}" in text or f"Box.{name}" in text, name
+
+
+def test_the_guides_error_tree_is_the_code_s() -> None:
+    from beebox_impl.errors import error_tree  # noqa: PLC0415
+
+    assert f"```\n{error_tree()}\n```" in DOC.read_text(encoding="utf-8")
