@@ -107,18 +107,18 @@ from typing import Literal, TypeAlias, assert_never
 from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
     IDLE,
-    Idle,
     Lifecycle,
     Phase,
     Ready,
     Starting,
     Stopping,
     Streaming,
+    accepts_send,
     after_turn_result,
     has_open_run,
-    is_busy,
     lifecycle_run,
     next_lifecycle,
+    session_is_busy,
 )
 from beebox_spec.permissions import (
     AnswerAsk,
@@ -240,17 +240,12 @@ def session_running(state: ChatSessionState) -> bool:
 
 def session_busy(state: ChatSessionState) -> bool:
     """`isBusy()`: the session-level reading (``starting`` counts as busy)."""
-    was_busy = isinstance(state.lifecycle, Stopping) and state.lifecycle.was_busy
-    return is_busy(state.lifecycle.phase, was_busy=was_busy)
+    return session_is_busy(state.lifecycle)
 
 
 def can_accept_send(state: ChatSessionState) -> bool:
     """Whether `Send` would be accepted now (rule 1)."""
-    # A busy session refuses; the caller must enqueue.
-    if session_busy(state):
-        return False
-    # An open run takes the turn; with no run, only an idle session may start one.
-    return session_running(state) or isinstance(state.lifecycle, Idle)
+    return accepts_send(state.lifecycle, close_requested=state.close_requested)
 
 
 def combine_queued_texts(texts: tuple[str, ...]) -> str:

@@ -64,6 +64,7 @@ __all__ = [
     "Starting",
     "Stopping",
     "Streaming",
+    "accepts_send",
     "after_turn_result",
     "has_open_run",
     "is_busy",
@@ -72,6 +73,7 @@ __all__ = [
     "lifecycle_busy",
     "lifecycle_run",
     "next_lifecycle",
+    "session_is_busy",
     "transition_phase",
 ]
 
@@ -206,6 +208,21 @@ def lifecycle_busy(state: Lifecycle[RunT]) -> bool:
     if isinstance(state, Starting):
         return False
     return is_busy(state.phase, was_busy=isinstance(state, Stopping) and state.was_busy)
+
+
+def session_is_busy(state: Lifecycle[RunT]) -> bool:
+    """`isBusy()` of a session in ``state``: `is_busy` of its phase, ``starting``
+    included (a run is on its way), ``stopping`` when the stopped run was mid-turn."""
+    return is_busy(state.phase, was_busy=isinstance(state, Stopping) and state.was_busy)
+
+
+def accepts_send(state: Lifecycle[RunT], *, close_requested: bool) -> bool:
+    """Whether a session in ``state`` takes a send as a turn now: it is not busy, and
+    an open run takes the turn or, with no run, an idle session starts one."""
+    # A busy session refuses; the caller must enqueue.
+    if session_is_busy(state):
+        return False
+    return has_open_run(state, close_requested=close_requested) or isinstance(state, Idle)
 
 
 def is_running(phase: Phase) -> bool:

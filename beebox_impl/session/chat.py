@@ -141,11 +141,12 @@ from beebox_spec.lifecycle import (
     Starting,
     Stopping,
     Streaming,
+    accepts_send,
     after_turn_result,
     has_open_run,
-    is_busy,
     lifecycle_run,
     next_lifecycle,
+    session_is_busy,
 )
 from beebox_spec.permissions import (
     DEFAULT_TIMEOUT,
@@ -381,17 +382,18 @@ class ChatSession:
 
     @property
     def busy(self) -> bool:
-        """`isBusy()`: a turn in flight, or a run starting (`beebox_spec.lifecycle.is_busy`)."""
-        was_busy = isinstance(self._lifecycle, Stopping) and self._lifecycle.was_busy
-        return is_busy(self._lifecycle.phase, was_busy=was_busy)
+        """`isBusy()`: a turn in flight, or a run starting (`beebox_spec.lifecycle`)."""
+        return session_is_busy(self._lifecycle)
 
     @property
     def running(self) -> bool:
         """`isRunning()`: the session holds a run it has not asked to close."""
+        return has_open_run(self._lifecycle, close_requested=self._close_requested())
+
+    def _close_requested(self) -> bool:
+        # The close window: the session asked its run to close (the handle says so).
         handle = lifecycle_run(self._lifecycle)
-        return has_open_run(
-            self._lifecycle, close_requested=handle is not None and handle.close_requested
-        )
+        return handle is not None and handle.close_requested
 
     @property
     def queue(self) -> tuple[str, ...]:
@@ -613,10 +615,8 @@ class ChatSession:
     # --- The state halves of the steps (no await inside) -------------------------
 
     def _can_accept_send(self) -> bool:
-        # Rule 1: not busy, and an open run to take the turn or an idle session to start one.
-        if self.busy:
-            return False
-        return self.running or self._lifecycle.phase is Phase.IDLE
+        # Rule 1 (`beebox_spec.chat_session.can_accept_send`), on the lifecycle.
+        return accepts_send(self._lifecycle, close_requested=self._close_requested())
 
     def _begin_send(self, entries: Sequence[_QueuedText], *, drained: bool) -> tuple[bool, _Plan]:
         """Rule 1: take ``entries`` as one turn, or refuse."""
