@@ -21,53 +21,31 @@ photo mode (its settings file's, every photo by reference by default). Data goes
 to stdout. An error is one line on stderr starting ``bbx: `` (the box's own logged
 warnings too), never a traceback; exit 1 for what failed or is not there, 2 for a
 malformed request (`beebox_impl.cli_common`).
+
+Each command imports what it uses, when it runs. The parser knows every command
+by its name and one-line help, and adds a command's options only once the command
+line names it (`build_parser`'s ``complete=False``, as `main` parses): their
+defaults and choices come from the modules that run the command. So ``bbx --help``,
+``bbx phases``, ``bbx chat history`` and ``bbx chat media`` import neither the box,
+its HTTP server, sessions and engines, the review nor YAML, and start in a few
+times what the interpreter takes (`tests/impl/test_cli_imports.py` pins the
+modules; `bench/peers.py` measures the processes).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Final, TextIO
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final
 
-from beebox_impl.cli_box import add_box_commands, run_box_command
-from beebox_impl.cli_common import (
-    EXIT_FAILED,
-    EXIT_USAGE,
-    add_box_option,
-    box_refusal,
-    counted,
-    fail,
-)
-from beebox_impl.review.command import add_review_commands, run_review_command
-from beebox_impl.settings import InvalidBoxSettings, load_box_settings
-from beebox_impl.store.database import database_path
-from beebox_impl.transcript import (
-    IndexShelf,
-    MediaFound,
-    PageSlice,
-    TailSlice,
-    TranscriptIndexCache,
-    fetch_media,
-    read_history,
-)
-from beebox_impl.transcript.location import (
-    InvalidSessionId,
-    encode_project_dir,
-    locate_transcript_named,
-    transcript_roots,
-)
-from beebox_spec.entries import SessionContentBlock, SessionEntry, SessionHistory
-from beebox_spec.media import MalformedMediaRef, parse_media_ref
-from beebox_spec.phase_doc import render_markdown, render_text
-from beebox_spec.transcript import InvalidHistorySlice
+from beebox_impl.cli_common import EXIT_FAILED, EXIT_USAGE, add_box_option, counted, fail
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DEFAULT_TAIL", "REVIEW_HELP", "build_parser", "main"]
 
 DEFAULT_TAIL: Final = 50
 # Sessions `bbx chat sessions` lists unless --limit says otherwise, and at most.
@@ -75,33 +53,126 @@ DEFAULT_SESSIONS_LISTED: Final = 20
 MAX_SESSIONS_LISTED: Final = 1000
 # A process stopped by Ctrl-C exits as the shell would report it (128 + SIGINT).
 EXIT_INTERRUPTED: Final = 130
+# `bbx chat review`'s line in `bbx chat -h` (its own parser: `beebox_impl.review.command`).
+REVIEW_HELP: Final = "the nightly chat review: title and summarise sessions that grew"
+
+# What adds a command's options to its parser.
+AddOptions = Callable[[argparse.ArgumentParser], None]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `bbx` and its subcommands."""
-    parser = argparse.ArgumentParser(prog="bbx", description="Run and inspect a beebox.")
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    # Generic to type checkers only.
+    _SubParsers = argparse._SubParsersAction
+
+
+class _Commands(_SubParsers):
+    """Subcommands whose options may wait until the command line names one.
+
+    `add_command` makes a command's parser with its help; its options are added at
+    once (``complete``) or kept aside until argparse reaches the command's name on
+    the command line, just before the command's own arguments are parsed.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.complete = True
+        self._waiting: dict[str, AddOptions] = {}
+
+    def add_command(self, name: str, help: str, options: AddOptions) -> argparse.ArgumentParser:
+        """Add the command ``name``; ``options`` adds its options to its parser."""
+        parser = self.add_parser(name, help=help)
+        if self.complete:
+            options(parser)
+        else:
+            self._waiting[name] = options
+        return parser
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        # ``values``: the command's name, then the arguments left for its parser.
+        if isinstance(values, list) and values and values[0] in self._waiting:
+            self._waiting.pop(values[0])(self.choices[values[0]])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _commands(
+    parser: argparse.ArgumentParser, *, complete: bool, dest: str, metavar: str, required: bool
+) -> _Commands:
     commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", help="what to do (bbx COMMAND -h for its options)"
+        action=_Commands,
+        dest=dest,
+        metavar=metavar,
+        required=required,
+        help=f"what to do ({parser.prog} {metavar} -h for its options)",
     )
+    assert isinstance(commands, _Commands)
+    commands.complete = complete
+    return commands
 
-    phases = commands.add_parser(
-        "phases", help="print the chat run phase table and its legal transitions"
+
+def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
+    """The argument parser of `bbx` and its subcommands.
+
+    ``complete=False`` adds a command's options only when the command line names
+    the command (what `main` parses with): a command's options are imported from
+    the module that runs it, so naming one command imports nothing of the others.
+    True adds every option at once, for a reader of the whole tree.
+    """
+    parser = argparse.ArgumentParser(prog="bbx", description="Run and inspect a beebox.")
+    commands = _commands(
+        parser, complete=complete, dest="command", metavar="COMMAND", required=False
     )
+    commands.add_command(
+        "phases", "print the chat run phase table and its legal transitions", _phases_options
+    )
+    commands.add_command(
+        "chat",
+        "the box's chat: its sessions, history, photos, sends and review",
+        partial(_chat_commands, complete=complete),
+    )
+    commands.add_command("init", "make a folder a box (idempotent)", partial(_box_options, "init"))
+    commands.add_command(
+        "serve",
+        "serve a box over HTTP (the folder is made a box if it is not one)",
+        partial(_box_options, "serve"),
+    )
+    return parser
+
+
+def _chat_commands(chat: argparse.ArgumentParser, *, complete: bool) -> None:
+    commands = _commands(
+        chat, complete=complete, dest="chat_command", metavar="CHAT_COMMAND", required=True
+    )
+    commands.add_command(
+        "sessions", "list the box's chat sessions, newest first", _sessions_options
+    )
+    commands.add_command("history", "print a session's history", _history_options)
+    commands.add_command("media", "write the photo a media reference names", _media_options)
+    commands.add_command(
+        "permissions",
+        "how the agent's permission requests ended, newest first",
+        partial(_box_options, "chat permissions"),
+    )
+    commands.add_command(
+        "send",
+        "send a message to a running box; print its turn and session ids",
+        partial(_box_options, "chat send"),
+    )
+    commands.add_command("review", REVIEW_HELP, _review_options)
+
+
+def _phases_options(phases: argparse.ArgumentParser) -> None:
     phases.add_argument("--markdown", action="store_true", help="print it as Markdown")
 
-    chat = commands.add_parser(
-        "chat", help="the box's chat: its sessions, history, photos, sends and review"
-    )
-    chat_commands = chat.add_subparsers(
-        dest="chat_command",
-        metavar="CHAT_COMMAND",
-        required=True,
-        help="what to do (bbx chat CHAT_COMMAND -h for its options)",
-    )
 
-    sessions = chat_commands.add_parser(
-        "sessions", help="list the box's chat sessions, newest first"
-    )
+def _sessions_options(sessions: argparse.ArgumentParser) -> None:
     sessions.add_argument(
         "--limit",
         type=counted(MAX_SESSIONS_LISTED),
@@ -112,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="print them as JSON")
     add_box_option(sessions)
 
-    history = chat_commands.add_parser("history", help="print a session's history")
+
+def _history_options(history: argparse.ArgumentParser) -> None:
     history.add_argument(
         "session",
         nargs="?",
@@ -129,15 +201,26 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--json", action="store_true", help="print the history as JSON")
     add_box_option(history)
 
-    media = chat_commands.add_parser("media", help="write the photo a media reference names")
+
+def _media_options(media: argparse.ArgumentParser) -> None:
     media.add_argument("ref", help="<sessionId>/<entryUuid>/<index>, as history prints it")
     media.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write it (- for stdout)"
     )
     add_box_option(media)
-    add_box_commands(commands, chat_commands)
-    add_review_commands(chat_commands)
-    return parser
+
+
+def _box_options(command: str, parser: argparse.ArgumentParser) -> None:
+    # Imported once the command line names one of its commands: the whole box.
+    from beebox_impl.cli_box import add_box_options  # noqa: PLC0415
+
+    add_box_options(command, parser)
+
+
+def _review_options(review: argparse.ArgumentParser) -> None:
+    from beebox_impl.review.command import add_review_options  # noqa: PLC0415
+
+    add_review_options(review)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,16 +229,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     The ``bbx`` script enters through `beebox_impl.script`, which restarts `bbx
     serve` before the imports and passes its arguments here.
     """
-    parser = build_parser()
+    parser = build_parser(complete=False)
     args = parser.parse_args(argv)
     with _warnings_said_as_bbx():
         try:
             return _run(parser, args, owns_process=argv is None)
         except KeyboardInterrupt:
             return fail("interrupted", EXIT_INTERRUPTED)
-        except InvalidBoxSettings as error:
-            # The box's settings file, which a read follows (the photo mode) too.
-            return fail(str(error))
         except BrokenPipeError:
             # The reader went away (`bbx chat history | head`): nobody to tell.
             _discard_stdout()
@@ -192,17 +272,25 @@ def _warnings_said_as_bbx() -> Iterator[None]:
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_process: bool) -> int:
+    # Each branch imports the module that runs its command, and only that one.
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
     if args.command == "phases":
+        from beebox_spec.phase_doc import render_markdown, render_text  # noqa: PLC0415
+
         sys.stdout.write(render_markdown() if args.markdown else render_text())
         return 0
-    if args.command == "chat" and args.chat_command == "sessions":
-        return _chat_sessions(args)
-    if args.command == "chat" and args.chat_command == "history":
-        return _chat_history(args)
-    if args.command == "chat" and args.chat_command == "media":
-        return _chat_media(args)
+    if args.command == "chat" and args.chat_command in ("history", "media", "sessions"):
+        from beebox_impl.cli_transcripts import run_transcript_command  # noqa: PLC0415
+
+        return run_transcript_command(args)
     if args.command == "chat" and args.chat_command == "review":
+        from beebox_impl.review.command import run_review_command  # noqa: PLC0415
+
         return run_review_command(args)
+    from beebox_impl.cli_box import run_box_command  # noqa: PLC0415
+
     # Without arguments this is the process's own command line (``python -m
     # beebox_impl.cli``), which `bbx serve` may restart; a host's `main([...])` never.
     handled = run_box_command(args, owns_process=owns_process)
@@ -210,149 +298,6 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_proc
         return handled
     parser.print_help()
     return EXIT_USAGE
-
-
-def _index_cache(box_root: Path) -> TranscriptIndexCache:
-    """The index cache a command reads the box's transcripts through: in the box's
-    photo mode (its settings file's: `InvalidBoxSettings`), as the box itself reads
-    them, so the command shows what the page shows and no photo bytes in ``refs``."""
-    photos = load_box_settings(box_root).history.photos
-    # In a box, indexes are shelved in its state folder: the next command starts warm.
-    state_directory = database_path(box_root).parent
-    shelf = IndexShelf.in_box_state(state_directory) if state_directory.is_dir() else None
-    return TranscriptIndexCache(capacity=1, shelf=shelf, photos=photos)
-
-
-def _transcript_of(box_root: Path) -> Callable[[str], Path]:
-    """Where the box's transcript of a session is, as the box finds it (its own folder,
-    where the echo engine writes, then Claude Code's); `InvalidSessionId` for a bad id."""
-    roots = transcript_roots(box_root, os.environ, Path.home())
-    # The box's folder is resolved once (a path walk), not once a session.
-    encoded = encode_project_dir(box_root)
-    return lambda session_id: locate_transcript_named(encoded, session_id, roots)
-
-
-def _chat_sessions(args: argparse.Namespace) -> int:
-    # Imported here: the cards' YAML reader is not every command's.
-    from beebox_impl.cli_sessions import list_sessions, write_sessions  # noqa: PLC0415
-
-    refusal = box_refusal(args.box)
-    if refusal is not None:
-        return fail(refusal)
-    box_root = args.box.expanduser().resolve()
-    try:
-        sessions, more = list_sessions(
-            box_root,
-            transcript_of=_transcript_of(box_root),
-            cache=_index_cache(box_root),
-            limit=args.limit,
-        )
-    except OSError as error:
-        return fail(f"cannot list the sessions of {box_root}: {error}")
-    if args.json:
-        json.dump(sessions, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    else:
-        write_sessions(sessions, more, sys.stdout)
-    return 0
-
-
-def _current_session(box: Path) -> str | None:
-    """The box's current chat session, or None having said why there is none."""
-    from beebox_impl.cli_sessions import current_session_id  # noqa: PLC0415
-
-    refusal = box_refusal(box)
-    if refusal is not None:
-        fail(refusal)
-        return None
-    session_id = current_session_id(box.expanduser().resolve())
-    if session_id is None:
-        fail(
-            f"the box at {box} has no chat session yet: `bbx chat send TEXT` starts one,"
-            " `bbx chat sessions` lists the others"
-        )
-    return session_id
-
-
-def _chat_history(args: argparse.Namespace) -> int:
-    session_id = args.session if args.session is not None else _current_session(args.box)
-    if session_id is None:
-        return EXIT_FAILED
-    try:
-        path = _transcript_of(args.box)(session_id)
-        tail = DEFAULT_TAIL if args.tail is None else args.tail
-        window = PageSlice(*args.page) if args.page else TailSlice(tail)
-    except (InvalidSessionId, InvalidHistorySlice) as error:
-        return fail(str(error), EXIT_USAGE)
-    # A session with no readable transcript reads as empty; at a terminal, say why.
-    if not path.is_file():
-        return fail(f"no transcript for session {session_id} at {path}")
-    history = read_history(path, session_id, window, cache=_index_cache(args.box))
-    if args.json:
-        json.dump(history, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _print_history(history, sys.stdout)
-    return 0
-
-
-def _print_history(history: SessionHistory, out: TextIO) -> None:
-    entries = history["entries"]
-    out.write(f"session {history['sessionId']}: {history['total']} entries")
-    if entries:
-        out.write(f", showing {len(entries)}")
-    out.write("\n")
-    for entry in entries:
-        out.write("\n" + _entry_header(entry) + "\n")
-        for block in entry["content"]:
-            line = _block_text(block)
-            if line:
-                out.write(line + "\n")
-
-
-def _entry_header(entry: SessionEntry) -> str:
-    who = entry.get("user") or entry["type"]
-    return f"── {who} · {entry['timestamp'] or 'no time'} · {entry['uuid'] or 'no uuid'}"
-
-
-def _block_text(block: SessionContentBlock) -> str:
-    match block["type"]:
-        case "text" | "thinking":
-            prefix = "(thinking) " if block["type"] == "thinking" else ""
-            return prefix + block.get("text", "")
-        case "tool_use":
-            summary = block.get("inputSummary", "")
-            return f"→ {block.get('toolName', '?')}" + (f": {summary}" if summary else "")
-        case "tool_result":
-            return f"← {block.get('resultSummary', '')}"
-        case "image":
-            if "imageRef" in block:
-                return f"[photo: bbx chat media {block['imageRef']} -o FILE]"
-            return "[image]"
-
-
-def _chat_media(args: argparse.Namespace) -> int:
-    try:
-        ref = parse_media_ref(args.ref)
-        path = _transcript_of(args.box)(ref["sessionId"])
-    except (MalformedMediaRef, InvalidSessionId) as error:
-        return fail(f"malformed media reference: {error}", EXIT_USAGE)
-    result = fetch_media(path, ref, cache=_index_cache(args.box))
-    if not isinstance(result, MediaFound):
-        return fail(f"no photo at {args.ref}: {result.reason}")
-    if args.output == "-":
-        sys.stdout.buffer.write(result.data)
-        sys.stdout.buffer.flush()
-    else:
-        try:
-            Path(args.output).write_bytes(result.data)
-        except OSError as error:
-            return fail(f"cannot write {args.output}: {error.strerror or error}")
-        print(
-            f"wrote {len(result.data)} bytes ({result.media_type}) to {args.output}",
-            file=sys.stderr,
-        )
-    return 0
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ from beebox_spec.entries import JsonObject
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 
 __all__ = [
-    "add_box_commands",
+    "add_box_options",
     "parse_serving_line",
     "run_box_command",
     "serve_file_path",
@@ -125,12 +125,18 @@ def serve_file_path(box_root: Path) -> Path:
     return BoxPaths(box_root.expanduser().resolve()).state_dir / "serve.json"
 
 
-def add_box_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    chat_commands: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    """Add ``init``, ``serve`` and ``chat send`` to `bbx`'s parser."""
-    init = commands.add_parser("init", help="make a folder a box (idempotent)")
+def add_box_options(command: str, parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``command`` (``init``, ``serve``, ``chat permissions`` or
+    ``chat send``) to its parser, which `beebox_impl.cli` made and named."""
+    {
+        "init": _init_options,
+        "serve": _serve_options,
+        "chat permissions": _permissions_options,
+        "chat send": _send_options,
+    }[command](parser)
+
+
+def _init_options(init: argparse.ArgumentParser) -> None:
     init.add_argument(
         "dir",
         nargs="?",
@@ -140,9 +146,8 @@ def add_box_commands(
         help="the folder (default: the current folder; made if missing)",
     )
 
-    serve = commands.add_parser(
-        "serve", help="serve a box over HTTP (the folder is made a box if it is not one)"
-    )
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
     add_box_option(serve)
     serve.add_argument(
         "--host", default=DEFAULT_HOST, help=f"the address to listen on (default {DEFAULT_HOST})"
@@ -197,9 +202,8 @@ def add_box_commands(
         help="allow a non-loopback --host (the token is then the only guard; use TLS)",
     )
 
-    permissions = chat_commands.add_parser(
-        "permissions", help="how the agent's permission requests ended, newest first"
-    )
+
+def _permissions_options(permissions: argparse.ArgumentParser) -> None:
     add_box_option(permissions)
     permissions.add_argument(
         "--limit",
@@ -210,9 +214,8 @@ def add_box_commands(
     )
     permissions.add_argument("--json", action="store_true", help="print them as JSON")
 
-    send = chat_commands.add_parser(
-        "send", help="send a message to a running box; print its turn and session ids"
-    )
+
+def _send_options(send: argparse.ArgumentParser) -> None:
     send.add_argument("text", help="the message")
     send.add_argument(
         "--image",

@@ -39,6 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from beebox_impl.cli import REVIEW_HELP
 from beebox_impl.cli_common import EXIT_FAILED, add_box_option, box_refusal, fail
 from beebox_impl.review.discovery import box_transcript_locator
 from beebox_impl.review.lock import LockHeldError
@@ -59,7 +60,7 @@ from beebox_impl.review.run import (
 from beebox_impl.transcript.location import transcript_roots
 from beebox_spec.review import QUIESCENCE, REVIEW_CHAR_THRESHOLD, SkipReason
 
-__all__ = ["add_review_commands", "run_review_command"]
+__all__ = ["add_review_commands", "add_review_options", "run_review_command"]
 
 EXIT_OK: Final = 0
 _PROGRESS_WIDTH: Final = 24
@@ -70,9 +71,11 @@ _NOW_HINT: Final = "--now reviews them anyway"
 
 def add_review_commands(chat_subparsers: Any) -> None:
     """Add ``review status`` and ``review run`` to `bbx chat`'s subparsers."""
-    review = chat_subparsers.add_parser(
-        "review", help="the nightly chat review: title and summarise sessions that grew"
-    )
+    add_review_options(chat_subparsers.add_parser("review", help=REVIEW_HELP))
+
+
+def add_review_options(review: argparse.ArgumentParser) -> None:
+    """Add ``status`` and ``run`` to the parser of ``bbx chat review``."""
     commands = review.add_subparsers(
         dest="review_command", metavar="REVIEW_COMMAND", required=True, help="what to do"
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from beebox_impl import cli
+from beebox_impl import cli_transcripts
 from beebox_impl.box import init_box
 from beebox_impl.cli import build_parser
 from beebox_impl.cli import main as bbx
@@ -29,14 +29,8 @@ def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-@pytest.fixture
-def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A box folder whose session transcript holds a caption and a photo, then a reply."""
-    root = tmp_path / "projects"
-    monkeypatch.setenv(PROJECTS_DIR_ENV, str(root))
-    box = tmp_path / "box"
-    box.mkdir()
-    path = transcript_path(box, SESSION, root)
+def write_chat(path: Path) -> None:
+    """Write a transcript at ``path``: a caption and a photo (``u-1``), then a reply."""
     path.parent.mkdir(parents=True)
     photo = {
         "type": "image",
@@ -55,6 +49,16 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
          "message": {"role": "assistant", "content": [{"type": "text", "text": "a fine photo"}]}},
     ]  # fmt: skip
     path.write_text("".join(compact(line) + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A box folder whose session transcript holds a caption and a photo, then a reply."""
+    root = tmp_path / "projects"
+    monkeypatch.setenv(PROJECTS_DIR_ENV, str(root))
+    box = tmp_path / "box"
+    box.mkdir()
+    write_chat(transcript_path(box, SESSION, root))
     return box
 
 
@@ -145,6 +149,33 @@ def test_every_option_and_positional_of_every_command_has_help() -> None:
     assert {"bbx init", "bbx serve", "bbx chat sessions", "bbx chat review run"} <= set(parsers)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["phases", "--markdown"],
+        ["chat", "history", SESSION, "--page", "0", "10", "--json"],
+        ["chat", "media", f"{SESSION}/u-1/0", "-o", "-"],
+        ["chat", "sessions", "--limit", "3"],
+        ["chat", "send", "hello", "--image", "a.png", "--url", "http://127.0.0.1:1"],
+        ["chat", "review", "run", "--dry-run", "--now"],
+        ["serve", "--port", "0", "--engine", "claude", "--permission-mode", "plan"],
+        ["init", "somewhere"],
+    ],
+)
+def test_the_parser_bbx_runs_with_reads_as_the_whole_tree(argv: list[str]) -> None:
+    # `main` adds a command's options only when it is named: the same meaning.
+    assert build_parser(complete=False).parse_args(argv) == build_parser().parse_args(argv)
+
+
+def test_every_commands_help_is_the_same_when_its_options_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command, parser in _parsers(build_parser()):
+        with pytest.raises(SystemExit):
+            build_parser(complete=False).parse_args([*command.split()[1:], "--help"])
+        assert capsys.readouterr().out == parser.format_help(), command
+
+
 def test_media_to_a_file_it_cannot_write_is_an_error(
     box: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -173,7 +204,7 @@ def test_an_interrupted_command_says_so_without_a_traceback(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "read_history", interrupted)
+    monkeypatch.setattr(cli_transcripts, "read_history", interrupted)
     assert bbx(["chat", "history", SESSION, "--box", str(box)]) == 130
     assert capsys.readouterr().err == "bbx: interrupted\n"
 
