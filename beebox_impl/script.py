@@ -6,15 +6,13 @@ the box's modules are imported, every start paid those imports twice: about 0.6 
 of a 1.3 s start. This entry imports only the allocator's module before it
 restarts, and hands the command to `beebox_impl.cli.main` afterwards, with the
 arguments passed explicitly so that `main` does not restart the process a second
-time. Any other command runs as it would from `beebox_impl.cli`.
-"""
+time. Any other command runs as it would from `beebox_impl.cli`, in the one
+interpreter it started in: not even the allocator's module is imported for it."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-
-from beebox_impl.allocator import restart_for_serving
 
 __all__ = ["main"]
 
@@ -23,6 +21,8 @@ def main() -> int:
     """Run the command line of this process as `bbx`."""
     arguments = sys.argv[1:]
     if starts_a_server(arguments):
+        from beebox_impl.allocator import restart_for_serving  # noqa: PLC0415
+
         restart_for_serving()
     # Imported after the restart, so that the process imports the box once.
     from beebox_impl.cli import main as run_command  # noqa: PLC0415
