@@ -665,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"{made.path}: {made.line_count} lines, {made.size_bytes / 2**20:.1f} MiB")
     print(f"history entries: {made.history_total}, photos: {len(made.photos)}")
-    print(f"middle photo: {made.middle_photo.uuid} (line {made.middle_photo.line_number})")
+    if made.photos:
+        print(f"middle photo: {made.middle_photo.uuid} (line {made.middle_photo.line_number})")
     return 0
 
 

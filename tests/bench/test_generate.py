@@ -15,6 +15,8 @@ import importlib
 import itertools
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from beebox_spec.transcript import (
     entries_from_lines,
     split_transcript_lines,
 )
-from tests.bench import run_quick
+from tests.bench import BENCH_DIR, run_quick
 
 # Small but real: default-size (~1 MB) photos, a few of them.
 ENTRIES = 60
@@ -91,6 +93,23 @@ def test_counts_and_scale(tmp_path: Path) -> None:
         assert made.size_bytes == made.path.stat().st_size
         assert made.path.read_bytes().count(b"\n") == made.line_count
         assert made.middle_photo == made.photos[len(made.photos) // 2]
+
+
+def test_the_command_line_writes_a_transcript_without_photos(tmp_path: Path) -> None:
+    # It raised IndexError asking for the middle photo, after writing the file.
+    script = str(BENCH_DIR / "generate_transcript.py")
+    done = subprocess.run(
+        [sys.executable, script, str(tmp_path), "--entries", "40", "--photos", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "photos: 0" in done.stdout
+    assert "middle photo" not in done.stdout
+    [written] = tmp_path.glob("*.jsonl")
+    assert written.read_bytes().count(b"\n") == 40
 
 
 def test_impossible_plans_are_refused(tmp_path: Path) -> None:
