@@ -137,12 +137,15 @@ from beebox_spec.permissions import (
 from beebox_spec.permissions import ask as ask_permission
 from beebox_spec.run_protocol import (
     CloseRun,
+    Emit,
     RunClosed,
     RunStarted,
     RunStartFailed,
     SdkMessageArrived,
+    Send,
     SendTurn,
     StartRun,
+    Stop,
     TurnRefused,
 )
 from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
@@ -257,13 +260,6 @@ def combine_queued_texts(texts: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class Send:
-    """The caller sends a message (`send`)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
 class Enqueue:
     """The caller queues a message for the next turn (`enqueue`)."""
 
@@ -275,11 +271,6 @@ class EnqueueThenDrain:
     """A message its sender was told is queued reaches the session (rule 3, ours)."""
 
     text: str
-
-
-@dataclass(frozen=True)
-class Stop:
-    """The caller stops the session: close the run, clear the queue, no drain."""
 
 
 @dataclass(frozen=True)
@@ -371,14 +362,6 @@ EmittedEvent: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class Emit:
-    """Tell listeners: ``event`` with ``detail`` (a message, a text, a close code)."""
-
-    event: EmittedEvent
-    detail: object = None
-
-
 Effect: TypeAlias = (
     StartRun
     | SendTurn
@@ -389,7 +372,7 @@ Effect: TypeAlias = (
     | ForgetSessionId
     | ApplyFeatureDeltas
     | ReportStartFailed
-    | Emit
+    | Emit[EmittedEvent]
 )
 
 
@@ -576,7 +559,8 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     state = replace(
         dropped.state, lifecycle=idle, close_requested=False, turn_drained=(), forgotten_run=None
     )
-    close = (*dropped.effects, Emit("close", 0 if intentional else None))
+    closed: Effect = Emit("close", 0 if intentional else None)
+    close = (*dropped.effects, closed)
     if intentional:
         return ChatSessionStep(state, close)
     drained = _drain(state)

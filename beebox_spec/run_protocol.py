@@ -28,24 +28,56 @@ Requests (effects) of a session to its engine:
 - `StartRun` — open run number ``run``, resuming an SDK session when one is known;
 - `SendTurn` — send one turn's text on the run;
 - `CloseRun` — close the run; its message stream ends and `RunClosed` follows.
+
+And what both sessions share with their callers: the calls `Send` (a message) and
+`Stop`, whose rules each session states (the chat session's stop clears its queue,
+a thread session's forgets its session id), and the effect `Emit`, telling
+listeners an event of the session's own kind.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from beebox_spec.sdk_messages import AdaptedMessage
 
 __all__ = [
     "CloseRun",
+    "Emit",
     "RunClosed",
     "RunStartFailed",
     "RunStarted",
     "SdkMessageArrived",
+    "Send",
     "SendTurn",
     "StartRun",
+    "Stop",
     "TurnRefused",
 ]
+
+# The events a session tells its listeners of (each session names its own).
+EventT_co = TypeVar("EventT_co", bound=str, covariant=True)
+
+
+@dataclass(frozen=True)
+class Send:
+    """The caller sends a message (a chat session's `send`, a pool's send on a thread)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The caller stops the session (each session's rule says what goes with it)."""
+
+
+@dataclass(frozen=True)
+class Emit(Generic[EventT_co]):
+    """Tell listeners: ``event`` with ``detail`` (a message, a text, a close code)."""
+
+    event: EventT_co
+    detail: object = None
 
 
 @dataclass(frozen=True)

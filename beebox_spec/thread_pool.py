@@ -106,12 +106,15 @@ from beebox_spec.permissions import (
 from beebox_spec.permissions import ask as ask_permission
 from beebox_spec.run_protocol import (
     CloseRun,
+    Emit,
     RunClosed,
     RunStarted,
     RunStartFailed,
     SdkMessageArrived,
+    Send,
     SendTurn,
     StartRun,
+    Stop,
     TurnRefused,
 )
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
@@ -224,20 +227,8 @@ def compose_turn(text: str, session_id: str | None, view_base_url: str | None) -
 
 
 @dataclass(frozen=True)
-class Send:
-    """The pool sends a message on this thread."""
-
-    text: str
-
-
-@dataclass(frozen=True)
 class Park:
     """Close the run, keep the session id for resume."""
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Close the run and forget the session id (registry eviction)."""
 
 
 ThreadEvent: TypeAlias = (
@@ -286,15 +277,9 @@ ThreadEmitted: TypeAlias = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class Emit:
-    """Tell listeners: ``event`` with ``detail``."""
-
-    event: ThreadEmitted
-    detail: object = None
-
-
-ThreadEffect: TypeAlias = StartRun | SendTurn | CloseRun | SettleTurn | LogSkip | Emit | AnswerAsk
+ThreadEffect: TypeAlias = (
+    StartRun | SendTurn | CloseRun | SettleTurn | LogSkip | Emit[ThreadEmitted] | AnswerAsk
+)
 
 
 @dataclass(frozen=True)
