@@ -127,11 +127,16 @@ from beebox_spec.javascript import (
 )
 
 __all__ = [
+    "BASE64_ALPHABET",
     "BASE64_PAYLOAD_RE",
     "INDEX_RE",
+    "MAX_ID_CHARS",
     "MAX_IMAGE_INDEX",
     "MAX_MEDIA_LINE_BYTES",
+    "MIN_PAYLOAD_CHARS",
     "OCTET_STREAM",
+    "PAYLOAD_KEYS",
+    "SAFE_ID_CHARS",
     "SAFE_ID_RE",
     "SERVABLE_MEDIA_TYPES",
     "SESSION_MEDIA_ROUTE",
@@ -169,10 +174,19 @@ __all__ = [
 # 1. The strip rule (§1.1)
 # ---------------------------------------------------------------------------------
 
-# The original's `BASE64_PAYLOAD_RE`. Group 1 is the key, group 2 the payload. The
-# classes are spelled out ASCII ranges (`[0-9]`, never `\d`), so no other script's
-# digits count. Shared by the strip and the extraction: one definition of a payload.
-BASE64_PAYLOAD_RE: Final = re.compile(r'"(data|base64)":"([0-9+/=A-Za-z]{1024,})"')
+# The parts of the original's `BASE64_PAYLOAD_RE`, exported so a reader that
+# matches on bytes builds its search from the same ones: the member names whose
+# string values are payloads, the base64 alphabet (spelled out: ASCII only, so no
+# other script's digits count), and the shortest payload.
+PAYLOAD_KEYS: Final = ("data", "base64")
+BASE64_ALPHABET: Final = "0123456789+/=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+MIN_PAYLOAD_CHARS: Final = 1024
+
+# ``"(data|base64)":"([0-9+/=A-Za-z]{1024,})"``: group 1 is the key, group 2 the
+# payload. Shared by the strip and the extraction: one definition of a payload.
+BASE64_PAYLOAD_RE: Final = re.compile(
+    f'"({"|".join(PAYLOAD_KEYS)})":"([{re.escape(BASE64_ALPHABET)}]{{{MIN_PAYLOAD_CHARS},}})"'
+)
 
 # What the strip leaves where a payload was: base64-alphabet only (the line stays
 # JSON), shorter than 1,024 (it never re-matches), and distinguishable from the empty
@@ -201,9 +215,13 @@ SESSION_MEDIA_ROUTE: Final = "session-media"
 # The largest image ordinal a reference may name.
 MAX_IMAGE_INDEX: Final = 999
 
-# The original's `^[\w-]{1,64}$` with JavaScript's ASCII `\w`. Used with fullmatch:
-# Python's `$` would also match before a trailing newline.
-SAFE_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# The characters of an id that becomes a file name, and its longest length: the
+# original's `^[\w-]{1,64}$` with JavaScript's ASCII `\w`, spelled out.
+SAFE_ID_CHARS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+MAX_ID_CHARS: Final = 64
+
+# Used with fullmatch: Python's `$` would also match before a trailing newline.
+SAFE_ID_RE: Final = re.compile(f"[{re.escape(SAFE_ID_CHARS)}]{{1,{MAX_ID_CHARS}}}")
 
 # The original's `^\d{1,3}$` with JavaScript's ASCII `\d`. Leading zeros are allowed.
 INDEX_RE: Final = re.compile(r"[0-9]{1,3}")

@@ -51,7 +51,7 @@ from beebox_impl.transcript.strip import (
 )
 from beebox_spec.errors import BeeboxError
 from beebox_spec.javascript import utf8_length, utf16_prefix
-from beebox_spec.media import STRIPPED_MEDIA_MARKER
+from beebox_spec.media import MAX_ID_CHARS, SAFE_ID_CHARS, STRIPPED_MEDIA_MARKER
 from beebox_spec.transcript import (
     MAX_SESSION_LINE_BYTES,
     SNIFF_CHARS,
@@ -98,11 +98,17 @@ _MARKER: Final = STRIPPED_MEDIA_MARKER.encode("ascii")
 # A scan of a line without a payload key: nothing found, nothing replaced.
 _NOTHING_SCANNED: Final = ScannedLine((), None, 0)
 _UUID_KEY: Final = b'"uuid":"'
-# An id of the media reference grammar after the key, its closing quote looked at but
-# not consumed: a quote can close one value and open the next key.
-_UUID_VALUE_RE: Final = re.compile(rb'"uuid":"([A-Za-z0-9_-]{1,64})(?=")')
+# An id of the media reference grammar (`SAFE_ID_RE`'s parts, in bytes) after the
+# key, its closing quote looked at but not consumed: a quote can close one value and
+# open the next key.
+_UUID_VALUE_RE: Final = re.compile(
+    re.escape(_UUID_KEY)
+    + b"(["
+    + re.escape(SAFE_ID_CHARS.encode("ascii"))
+    + b']{1,%d})(?=")' % MAX_ID_CHARS
+)
 # The longest match, less one byte: a match cut by a block boundary starts in these.
-_UUID_CARRY_BYTES: Final = len(_UUID_KEY) + 64
+_UUID_CARRY_BYTES: Final = len(_UUID_KEY) + MAX_ID_CHARS
 
 
 class TranscriptChanged(BeeboxError):

@@ -27,12 +27,13 @@ from typing import Final
 
 import pybase64
 
+from beebox_spec.media import BASE64_ALPHABET as SPEC_BASE64_ALPHABET
 from beebox_spec.media import decode_base64_payload
 
 __all__ = ["BASE64_ALPHABET", "decode_payload", "is_alphabet_run"]
 
-# The strip rule's alphabet (`BASE64_PAYLOAD_RE`; a test pins it to the spec's pattern).
-BASE64_ALPHABET: Final = b"0123456789+/=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# The strip rule's alphabet, as the bytes it is (`beebox_spec.media.BASE64_ALPHABET`).
+BASE64_ALPHABET: Final = SPEC_BASE64_ALPHABET.encode("ascii")
 
 _SIMD: Final = "C extension active" in pybase64.get_version()
 # The alphabet check goes over pieces this long: a slice that size stays in the

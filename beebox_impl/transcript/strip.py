@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from beebox_impl.transcript.payloads import BASE64_ALPHABET, is_alphabet_run
-from beebox_spec.media import STRIPPED_MEDIA_MARKER
+from beebox_spec.media import MIN_PAYLOAD_CHARS, STRIPPED_MEDIA_MARKER
+from beebox_spec.media import PAYLOAD_KEYS as SPEC_PAYLOAD_KEYS
 
 __all__ = [
     "BASE64_ALPHABET",
@@ -61,10 +62,9 @@ __all__ = [
     "strip_inline_media_chunks",
 ]
 
-# `BASE64_PAYLOAD_RE` in bytes (a test pins these and `BASE64_ALPHABET` against the
-# spec's pattern): the key as it opens the value, and the shortest payload.
-PAYLOAD_KEYS: Final = (b'"data":"', b'"base64":"')
-MIN_PAYLOAD_CHARS: Final = 1024
+# `BASE64_PAYLOAD_RE`'s parts in bytes (`beebox_spec.media`'s, which build the
+# pattern): each key as it opens its value. The shortest payload is the spec's own.
+PAYLOAD_KEYS: Final = tuple(f'"{key}":"'.encode("ascii") for key in SPEC_PAYLOAD_KEYS)
 
 # A key that may still be completing at a window's end is shorter than the longest key.
 _KEY_PREFIX_BYTES: Final = max(len(key) for key in PAYLOAD_KEYS) - 1

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from beebox_impl.transcript import strip_inline_media_bytes
 from beebox_impl.transcript.lines import UuidValueCollector
+from beebox_impl.transcript.payloads import BASE64_ALPHABET, is_alphabet_run
 from beebox_impl.transcript.strip import (
-    BASE64_ALPHABET,
     MIN_PAYLOAD_CHARS,
     PAYLOAD_KEYS,
     PayloadScanner,
@@ -37,16 +37,22 @@ def chunked(data: bytes, size: int) -> list[bytes]:
     return [data[start : start + size] for start in range(0, len(data), size)] or [b""]
 
 
-def test_the_byte_rule_is_the_spec_pattern() -> None:
-    # One rule: the keys, the alphabet and the floor restate BASE64_PAYLOAD_RE exactly.
-    keys = "|".join(key.decode()[1:-3] for key in PAYLOAD_KEYS)
-    assert all(key.endswith(b'":"') and key.startswith(b'"') for key in PAYLOAD_KEYS)
-    assert BASE64_PAYLOAD_RE.pattern == f'"({keys})":"([0-9+/=A-Za-z]{{{MIN_PAYLOAD_CHARS},}})"'
-    alphabet = {chr(byte) for byte in BASE64_ALPHABET}
-    assert alphabet == {
-        chr(code) for code in range(128) if re.fullmatch("[0-9+/=A-Za-z]", chr(code))
-    }
-    assert len(BASE64_ALPHABET) == len(alphabet)
+@pytest.mark.parametrize("byte", range(256))
+def test_the_alphabet_check_is_the_spec_patterns_class_byte_by_byte(byte: int) -> None:
+    # The byte fast path imports the spec's parts; this holds the check it makes of
+    # them to the spec's compiled pattern, for every byte there is.
+    run = bytes([byte]) * MIN_PAYLOAD_CHARS
+    line = b'"data":"' + run + b'"'
+    spec_takes = BASE64_PAYLOAD_RE.fullmatch(line.decode("latin-1")) is not None
+    assert is_alphabet_run(run, 0, len(run)) == spec_takes
+    assert (strip_inline_media_bytes(line) is not None) == (spec_takes and byte < 128)
+
+
+@given(st.sampled_from([*PAYLOAD_KEYS, b'"date":"', b'"Data":"', b'"base":"']),
+       st.integers(MIN_PAYLOAD_CHARS - 2, MIN_PAYLOAD_CHARS + 2))  # fmt: skip
+def test_the_keys_and_the_floor_are_the_spec_patterns(key: bytes, length: int) -> None:
+    line = b"{" + key + b"A" * length + b'"}'
+    assert decoded_equal(line, strip_inline_media_bytes(line))
 
 
 # Adversarial pieces: keys, quotes, runs around the floor, breaks, non-ASCII, escapes.
