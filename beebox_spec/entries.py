@@ -1,8 +1,11 @@
 """The shapes history takes on the wire: `SessionEntry` and its content blocks.
 
-Spec sources: `original-facts.md` §1.3 (`SessionContentBlock` fields), §2.2
-(`AcceptedMessage` = a `SessionEntry` plus `reconcileKnownUuids`), §2.4
-(`SessionEntry`, `SessionHistory`, `MAX_SESSION_ENTRIES`) and §2.5 (`entryText`).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#facts-1-3` (§1.3: `SessionContentBlock` fields),
+`docs/sources.md#facts-2-2` (§2.2: `AcceptedMessage` = a `SessionEntry` plus
+`reconcileKnownUuids`), `docs/sources.md#facts-2-4` (§2.4: `SessionEntry`,
+`SessionHistory`, `MAX_SESSION_ENTRIES`) and `docs/sources.md#facts-2-5` (§2.5:
+`entryText`).
 
 These are JSON objects, typed as `TypedDict`s, because they cross the wire as they
 are: the HTTP routes answer them, the page joins them, and the conformance vectors

@@ -1,8 +1,9 @@
 """What beebox raises on purpose, and the one kind of failure that is a bug.
 
-Spec sources: `chat-session-lifecycle.md` ("throws an `InvariantError` on an illegal
-move (a caller bug over internal state — not a degradable condition)") and
-`original-facts.md` §1.4 (every malformed media reference is one rejection).
+Spec sources: `docs/sources.md#lifecycle-phases` ("Phases": `nextLifecycle` throws
+an `InvariantError` on an illegal move, a caller bug over internal state, not a
+condition to degrade around) and `docs/sources.md#facts-1-4` (§1.4: every malformed
+media reference is one rejection).
 
 - Everything beebox raises on purpose derives from `BeeboxError`, so a host catches
   all of it with one clause (`beebox_impl.errors` adds the implementation's own

@@ -1,11 +1,13 @@
 """Reading strings and JSON values the way the original's JavaScript does.
 
-Spec sources: `original-facts.md` (preamble: "JSON" is RFC 8259 JSON as
-`JSON.parse` reads it, and a line holding `NaN` or `Infinity` is unparsable;
-§1.1 `isOversizeLine` counts UTF-16 code units and UTF-8 bytes; §1.3
-`transformContent` reads fields with `String(x || "")`, `.length`, `.substring`
-and `JSON.stringify`; §3.3 trims `<chat-response>` text; §4.1 and §4.2 trim and
-collapse whitespace), and ECMAScript itself for what those operations mean.
+Spec sources: `docs/sources.md#facts-preamble` (the preamble: "JSON" is RFC 8259
+JSON as `JSON.parse` reads it, and a line holding `NaN` or `Infinity` is unparsable),
+`docs/sources.md#facts-1-1` (§1.1: `isOversizeLine` counts UTF-16 code units and
+UTF-8 bytes), `docs/sources.md#facts-1-3` (§1.3: `transformContent` reads fields
+with `String(x || "")`, `.length`, `.substring` and `JSON.stringify`),
+`docs/sources.md#facts-3-3` (§3.3: `<chat-response>` text is trimmed),
+`docs/sources.md#facts-4-1` (§4.1) and `docs/sources.md#facts-4-2` (§4.2: whitespace
+is trimmed and collapsed), and ECMAScript itself for what those operations mean.
 
 The original system is TypeScript. Wherever it turns a value into text, measures
 text or cuts it, the answer a host gives is visible: on the wire, in a stored

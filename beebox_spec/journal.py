@@ -1,8 +1,12 @@
 """The span journal: which part of a transcript chat review has not yet read.
 
-Spec sources: `chat-review.md` ("Incremental by necessity", "Editing what it
-writes") and `original-facts.md` §4.3 (the span journal and its state file),
-§4.7 (the run, steps 3–8) and §2.4 (`MAX_SESSION_ENTRIES`).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#review-incremental` ("Incremental by necessity"),
+`docs/sources.md#review-editing` ("Editing what it writes"),
+`docs/sources.md#facts-4-3` (§4.3: the span journal and its state file),
+`docs/sources.md#facts-4-7` (§4.7: the run, steps 3–8) and
+`docs/sources.md#facts-2-4` (§2.4: `MAX_SESSION_ENTRIES`). Where the journal lives
+is `docs/design.md#design-3` (§3).
 
 Review is incremental: each night the reviewer sees only the entries added
 since the last review, plus the account it wrote then. The journal records,
@@ -121,7 +125,7 @@ __all__ = [
 MAX_REVIEW_ATTEMPTS: Final = 2
 # §4.3: the journal consumer the review pass advances.
 METADATA_CONSUMER: Final = "metadata"
-# DESIGN §3: where the journal lives, relative to the box root.
+# `docs/design.md#design-3` (§3): where the journal lives, relative to the box root.
 STATE_FILE: Final = ".beebox/chat-review/state.json"
 
 
