@@ -91,9 +91,6 @@ __all__ = [
     "QUIESCENCE",
     "REDACTED_CREDENTIAL",
     "RENDERED_ENTRY_SEPARATOR",
-    "REVIEWER_MAX_BUDGET_USD",
-    "REVIEWER_MAX_TURNS",
-    "REVIEWER_MODEL",
     "REVIEWER_SYSTEM_PROMPT",
     "REVIEW_CHAR_THRESHOLD",
     "REVIEW_MIN_USER_TURNS",
@@ -615,10 +612,10 @@ def reviewer_span_text(entries: Sequence[SessionEntry]) -> str:
 # §4.5 The reviewer: its input, its prompts, the schema of its output
 # ---------------------------------------------------------------------------
 
-# §4.5: the reviewer model and its per-session limits; tool-less, failure raises.
-REVIEWER_MODEL: Final = "haiku"
-REVIEWER_MAX_TURNS: Final = 4
-REVIEWER_MAX_BUDGET_USD: Final = 0.25
+# §4.5 named the original's reviewer model and its agent limits (4 turns, $0.25 a
+# session). Ours is one tool-less model request a session, its input bounded by
+# `MAX_RENDERED_CHARS` and its output by the reviewer's own token cap, so neither
+# limit has anything to bound (`docs/spec-decisions.md`).
 
 # §4.5 output schema bounds.
 TITLE_MAX: Final = 80

@@ -2,7 +2,7 @@
 
 Settings (environment): `ANTHROPIC_API_KEY` (read by the client), optional
 `ANTHROPIC_BASE_URL`, and `BBX_REVIEW_MODEL` for the model (default
-`DEFAULT_ANTHROPIC_MODEL`, the haiku of §4.5 `REVIEWER_MODEL`). One tool-less
+`DEFAULT_ANTHROPIC_MODEL`, the haiku §4.5 names). One tool-less
 Messages API call per session; the prompt is redacted before it is sent
 (`beebox_impl.review.reviewers.remote`).
 """
