@@ -25,17 +25,12 @@ from conformance.protocols import TranscriptReader
 from conformance.targets import HandlerTable
 
 __all__ = [
-    "TRANSCRIPT_FILE_KINDS",
     "case_photo_mode",
     "transcript_file",
     "transcript_file_handlers",
 ]
 
 T = TypeVar("T")
-
-TRANSCRIPT_FILE_KINDS = frozenset(
-    {"transcript/read-lines", "transcript/entries", "media/find-line", "media/extract"}
-)
 
 
 def case_photo_mode(case_input: Any) -> PhotoMode:
