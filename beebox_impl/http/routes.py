@@ -80,6 +80,8 @@ MEDIA_HEADERS: Final = (
 
 # The page's files other than index.html (`beebox_impl.web`).
 STATIC_PREFIX: Final = "/static/"
+# What a browser that opened the login URL with a wrong token is shown.
+LOGIN_REFUSED: Final = "login-refused.html"
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,8 @@ class Exchange:
     client sends nothing more); ``stopping`` reads true once the server is
     shutting down; ``login_cookie`` is the
     ``Set-Cookie`` value that logs a browser in with the given token, or None
-    when the token is wrong (the transport owns the token and the cookie's name).
+    when the token is wrong (the transport owns the token and the cookie's name);
+    ``accept`` is the request's ``Accept`` header ("" without one).
     """
 
     method: str
@@ -143,6 +146,7 @@ class Exchange:
     sse_heartbeat_seconds: float = 15.0
     login_cookie: Callable[[str], str | None] = field(default=lambda _token: None, repr=False)
     peer_closed: Callable[[], bool] = field(default=lambda: False, repr=False)
+    accept: str = ""
 
     def run(self, function: Callable[..., Coroutine[Any, Any, T]], *args: object) -> T:
         """Run ``function(*args)`` on the box's event loop and return what it returns."""
@@ -368,11 +372,11 @@ def _sessions(exchange: Exchange) -> Reply:
     return JsonReply(200, {"sessions": list_chat_sessions(exchange.box.root)})
 
 
-def _asset_reply(name: str) -> Reply:
+def _asset_reply(name: str, status: int = 200) -> Reply:
     asset = read_asset(name)
     if asset is None:
         return error_reply(404, "Not found")
-    return BytesReply(200, asset.content_type, asset.data, PAGE_HEADERS)
+    return BytesReply(status, asset.content_type, asset.data, PAGE_HEADERS)
 
 
 def _page(exchange: Exchange) -> Reply:
@@ -381,6 +385,10 @@ def _page(exchange: Exchange) -> Reply:
         return _asset_reply(INDEX)
     cookie = exchange.login_cookie(given[0]) if len(given) == 1 else None
     if cookie is None:
+        # A browser opening the address gets a page saying what to do; a client
+        # that asks for no HTML (curl, the conformance runner) the API's JSON.
+        if "text/html" in exchange.accept:
+            return _asset_reply(LOGIN_REFUSED, 401)
         return error_reply(401, "Unauthorized")
     # Redirect so the token leaves the address bar and the history.
     return BytesReply(
@@ -603,7 +611,8 @@ ROUTES: Final[tuple[Route, ...]] = (
         responses={
             200: "The page (HTML, with a strict Content-Security-Policy)",
             303: "?token=… was right: sets the HttpOnly cookie and redirects to /",
-            401: "?token=… was wrong",
+            401: "?token=… was wrong: a page saying how to log in when the request"
+            " accepts text/html (a browser), else the JSON error",
         },
         query={"token": ("string", "the box token, as the URL bbx serve prints carries it")},
         public=True,

@@ -683,6 +683,7 @@ class _Handler(BaseHTTPRequestHandler):
             stopping=app.stopping.is_set,
             sse_heartbeat_seconds=app.limits.sse_heartbeat_seconds,
             login_cookie=app.login_cookie,
+            accept=self.headers.get("Accept", ""),
         )
         try:
             return route.handler(exchange)

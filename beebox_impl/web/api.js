@@ -9,6 +9,14 @@ export class ApiError extends Error {
   }
 }
 
+// Told of every 401: without the cookie nothing of the API works (`onUnauthorized`).
+let unauthorized = () => {};
+
+/** Run `callback` whenever the box answers 401: this browser is not logged in. */
+export function onUnauthorized(callback) {
+  unauthorized = callback;
+}
+
 async function request(method, path, body) {
   const options = { method, credentials: "same-origin", headers: {} };
   if (body !== undefined) {
@@ -24,6 +32,7 @@ async function request(method, path, body) {
     answer = null;
   }
   if (!response.ok) {
+    if (response.status === 401) unauthorized();
     throw new ApiError(response.status, answer?.error ?? `HTTP ${response.status}`);
   }
   return answer;

@@ -66,6 +66,8 @@ const ui = {
   sessions: $("sessions"),
   sessionList: $("session-list"),
   toggleSessions: $("toggle-sessions"),
+  login: $("login"),
+  loginToken: $("login-token"),
 };
 
 const state = {
@@ -95,6 +97,8 @@ const state = {
   stopAsked: false,
   status: null,
   online: false,
+  // The box answered 401: this browser has no cookie (or a stale one) for it.
+  loggedOut: false,
   // The turn as it streams in: assistant messages by uuid, and partial text.
   live: new Map(),
   streaming: "",
@@ -199,10 +203,9 @@ function refresh() {
         refreshAgain = false;
         await refreshOnce();
       } while (refreshAgain);
-    } catch (error) {
-      if (error instanceof api.ApiError && error.status === 401) {
-        showNotice("This browser is not logged in to the box: open the URL that bbx serve printed.");
-      }
+    } catch {
+      // Not reachable: the event stream's reconnection reads again. A 401 has made
+      // the page logged out already (`api.onUnauthorized`).
     } finally {
       refreshing = null;
     }
@@ -314,6 +317,9 @@ async function deliver(item) {
       // Recorded, not handed to the chat: the box's record still shows it.
       state.outbox.delete(entry.messageId);
       state.delivery.set(entry.uuid, "error");
+    } else if (status === 401) {
+      // Not logged in: kept (it survives the reload that logging in is) and sent then.
+      item.state = "failed";
     } else if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
       item.state = "rejected";
       showNotice(`The box refused a message: ${error.message}`);
@@ -489,8 +495,11 @@ function onTurnMessage(message) {
   }
 }
 
+// Stops the event stream (once logged out nothing can be read).
+let stopListening = null;
+
 function connectEvents() {
-  api.listen({
+  stopListening = api.listen({
     onOpen() {
       state.online = true;
       render();
@@ -501,6 +510,9 @@ function connectEvents() {
       state.online = false;
       renderStatus(delayMs);
       renderControls();
+      // An EventSource does not tell a 401 from a box that is down: a read does (the
+      // lightest one, which leaves the chat's state to the next connection).
+      refreshSessions();
     },
     onEvent,
   });
@@ -593,7 +605,7 @@ function render({ toBottom = false, keepPosition = false } = {}) {
     ui.messages.replaceChildren(...nodes);
   }
   const cardAdded = renderPermissions();
-  ui.empty.hidden = nodes.length > 0 || state.permissions.size > 0;
+  ui.empty.hidden = nodes.length > 0 || state.permissions.size > 0 || state.loggedOut;
   ui.loadEarlier.hidden = state.firstIndex === 0;
 
   if (keepPosition) {
@@ -646,7 +658,10 @@ function renderStatus(retryInMs = null) {
   let text = "Ready";
   let mode = "idle";
   const queued = state.status?.queued ?? 0;
-  if (!state.online) {
+  if (state.loggedOut) {
+    mode = "offline";
+    text = "Not logged in";
+  } else if (!state.online) {
     mode = "offline";
     text = retryInMs === null ? "Connecting…" : `Offline — reconnecting in ${Math.ceil(retryInMs / 1000)} s`;
   } else if (state.status?.phase === "stopping") {
@@ -675,10 +690,10 @@ function renderControls() {
   // A stop under way has nothing more to stop.
   ui.stop.disabled = !state.online || !busy || state.status?.phase === "stopping";
   ui.restart.disabled = !state.online || !state.status?.running;
-  const readOnly = state.viewing !== null;
-  ui.text.disabled = readOnly;
-  ui.send.disabled = readOnly;
-  ui.fileInput.disabled = readOnly;
+  const closed = state.viewing !== null || state.loggedOut;
+  ui.text.disabled = closed;
+  ui.send.disabled = closed;
+  ui.fileInput.disabled = closed;
 }
 
 function renderSessions() {
@@ -780,7 +795,7 @@ async function attach(files) {
 }
 
 function submit() {
-  if (state.viewing !== null) return;
+  if (state.viewing !== null || state.loggedOut) return;
   const text = ui.text.value.trim();
   if (text === "" && state.attachments.length === 0) return;
   const attachments = state.attachments;
@@ -843,6 +858,29 @@ function wireComposer() {
   });
 }
 
+// --- Logging in ---------------------------------------------------------------------
+
+/** The box answered 401: say once how to get in, stop listening, offer nothing else. */
+function loggedOut() {
+  if (state.loggedOut) return;
+  state.loggedOut = true;
+  state.online = false;
+  stopListening?.();
+  hideNotice();
+  ui.login.hidden = false;
+  render();
+  ui.loginToken.focus();
+}
+
+function wireLogin() {
+  api.onUnauthorized(loggedOut);
+  ui.login.addEventListener("submit", (event) => {
+    event.preventDefault();
+    // The login URL: the box sets the cookie and redirects to the page without it.
+    window.location.assign(`/?token=${encodeURIComponent(ui.loginToken.value.trim())}`);
+  });
+}
+
 // --- Start --------------------------------------------------------------------------
 
 function wireControls() {
@@ -885,12 +923,19 @@ function wireControls() {
   });
 }
 
+/** Read the box first: a browser that is not logged in opens no event stream. */
+async function start() {
+  await refresh();
+  if (state.loggedOut) return;
+  connectEvents();
+  refreshSessions();
+}
+
 restorePending();
 keepPinned();
+wireLogin();
 wireComposer();
 wireControls();
 render();
-connectEvents();
-refresh();
-refreshSessions();
 ui.text.focus();
+start();
