@@ -1,10 +1,13 @@
 """Photos in a replayed conversation: the strip, the reference, the way back.
 
-Spec sources: `chat-history.md` ("Photos in a replayed conversation") and
-`original-facts.md` §1.1 (the strip rule), §1.3 (`transformContent`), §1.4 (the
-reference grammar), §1.5 (finding the line again, as departed from by `DESIGN.md`
-§5) and §1.6 (extracting one photo). "JSON" means RFC 8259 JSON as JavaScript's
-`JSON.parse` reads it (`original-facts.md`, preamble): `beebox_spec.javascript`'s
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#history-photos` ("Photos in a replayed conversation"),
+`docs/sources.md#facts-1-1` (§1.1: the strip rule), `docs/sources.md#facts-1-3`
+(§1.3: `transformContent`), `docs/sources.md#facts-1-4` (§1.4: the reference
+grammar), `docs/sources.md#facts-1-5` (§1.5: finding the line again, departed from
+as `docs/design.md#design-5-line-lookup` says) and `docs/sources.md#facts-1-6`
+(§1.6: extracting one photo). "JSON" means RFC 8259 JSON as JavaScript's
+`JSON.parse` reads it (`docs/sources.md#facts-preamble`): `beebox_spec.javascript`'s
 `parse_json_text`, the one reading of JSON text every module shares.
 
 A photo attached in chat lives only inside its transcript line, as base64. The
@@ -37,7 +40,7 @@ one photo later, lazily. The rules, in reading order:
    wire's answer, one null for every failure (the route says nothing specific).
    `encode_media_ref` is the plain join, and refuses a reference `parse_media_ref`
    would refuse.
-3. **The one enumeration** (`chat-history.md`). `image_blocks(content)`: the
+3. **The one enumeration** (`docs/sources.md#history-photos`). `image_blocks(content)`: the
    object blocks of `message.content` whose `type` is `"image"`, in document order.
    The index of a reference is a position in this list: following back indexes it,
    and minting counts the same blocks (`is_image_block`) in the same walk, so they
@@ -51,7 +54,8 @@ one photo later, lazily. The rules, in reading order:
    only for stripped lines). A failed upload (base64 source with empty or missing
    `data`) is `IMAGE_NOT_DISPLAYED` text and never gets a reference, so one turn can
    carry a stripped photo (a reference) and a failed upload (a placeholder).
-5. **Finding the line** (§1.5 as departed from by `DESIGN.md` §5).
+5. **Finding the line** (§1.5 as departed from by
+   `docs/design.md#design-5-line-lookup` (§5)).
    `find_line_by_uuid(lines, uuid)`: the lines holding the needle ``"uuid":"<id>"``
    are candidates, in file order; a candidate counts only if it parses as a JSON
    object whose *own* top-level `uuid` is the id. A `parentUuid` never holds the
@@ -304,7 +308,7 @@ def encode_media_ref(ref: MediaRef) -> str:
 
 
 # ---------------------------------------------------------------------------------
-# 3. The one enumeration of image blocks (chat-history.md)
+# 3. The one enumeration of image blocks (`docs/sources.md#history-photos`)
 # ---------------------------------------------------------------------------------
 
 
@@ -521,7 +525,7 @@ def _result_part_text(part: JsonValue) -> str:
 
 
 # ---------------------------------------------------------------------------------
-# 5. Finding the line again (§1.5, departed from by DESIGN.md §5)
+# 5. Finding the line again (§1.5, departed from by `docs/design.md#design-5-line-lookup`)
 # ---------------------------------------------------------------------------------
 
 # The longest line the media route will materialise, in UTF-8 bytes (16 MiB; a
