@@ -19,8 +19,9 @@ package (issue 38); type checkers read the imports under `TYPE_CHECKING`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from beebox_impl.lazy import lazy_names
 
 if TYPE_CHECKING:
     from beebox_impl.box import Box, BoxPaths, init_box, is_box
@@ -206,16 +207,4 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module the first time it is asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'beebox_impl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    # Kept: the next lookup finds it without this function.
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

@@ -38,7 +38,7 @@ PROTOCOL_EXCEPTIONS: dict[type[BaseException], str] = {
 PROTOCOL_IN_MODULE: dict[tuple[str, type[BaseException]], str] = {
     ("beebox_impl.transcript.chunked", IndexError): "ChunkedIntArray is a Sequence",
     ("beebox_impl.transcript.chunked", ValueError): "Sequence.index of a missing value",
-    ("beebox_impl", AttributeError): "a module __getattr__ of a name it has not (PEP 562)",
+    ("beebox_impl.lazy", AttributeError): "a module __getattr__ of a name it has not (PEP 562)",
 }
 # Raises of a value caught or made just before (a re-raise keeps the caught error's type).
 RERAISES = {"error", "failure", "refusal", "self.error", "type(error)"}

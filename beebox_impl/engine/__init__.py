@@ -17,17 +17,22 @@ emit.
 
 from __future__ import annotations
 
-from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, BoundedStartEngine
-from beebox_impl.engine.claude import ClaudeEngine, ClaudeRun, raw_message_from_sdk
-from beebox_impl.engine.echo import EchoEngine, EchoRun
-from beebox_impl.engine.protocol import (
-    Engine,
-    EngineStartError,
-    Run,
-    StartOptions,
-    TurnContent,
-)
-from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
+from typing import TYPE_CHECKING
+
+from beebox_impl.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, BoundedStartEngine
+    from beebox_impl.engine.claude import ClaudeEngine, ClaudeRun, raw_message_from_sdk
+    from beebox_impl.engine.echo import EchoEngine, EchoRun
+    from beebox_impl.engine.protocol import (
+        Engine,
+        EngineStartError,
+        Run,
+        StartOptions,
+        TurnContent,
+    )
+    from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
@@ -45,3 +50,24 @@ __all__ = [
     "TurnContent",
     "raw_message_from_sdk",
 ]
+
+# Where each name lives: imported on first use (`beebox_impl.lazy`), so a command that
+# reads the permission modes does not import every engine.
+_HOMES: dict[str, str] = {
+    "DEFAULT_START_TIMEOUT": "beebox_impl.engine.bounded",
+    "BoundedStartEngine": "beebox_impl.engine.bounded",
+    "ClaudeEngine": "beebox_impl.engine.claude",
+    "ClaudeRun": "beebox_impl.engine.claude",
+    "raw_message_from_sdk": "beebox_impl.engine.claude",
+    "EchoEngine": "beebox_impl.engine.echo",
+    "EchoRun": "beebox_impl.engine.echo",
+    "Engine": "beebox_impl.engine.protocol",
+    "EngineStartError": "beebox_impl.engine.protocol",
+    "Run": "beebox_impl.engine.protocol",
+    "StartOptions": "beebox_impl.engine.protocol",
+    "TurnContent": "beebox_impl.engine.protocol",
+    "ScriptedEngine": "beebox_impl.engine.scripted",
+    "ScriptedRun": "beebox_impl.engine.scripted",
+}
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

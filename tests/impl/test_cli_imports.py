@@ -133,20 +133,13 @@ def test_a_light_command_loads_none_of_the_box(box: Path, tmp_path: Path, comman
         assert (tmp_path / "p.png").read_bytes() == PHOTO
 
 
-_ENGINES_EAGER = pytest.mark.xfail(
-    strict=True,
-    reason="beebox_impl/engine/__init__.py imports every engine; the settings' permission"
-    " modes (engine.claude_permissions) bring them in until that package loads lazily",
-)
-
-
 @pytest.mark.parametrize(
     "command",
     [
         "help",
         "phases",
-        pytest.param("history", marks=_ENGINES_EAGER),
-        pytest.param("media", marks=_ENGINES_EAGER),
+        "history",
+        "media",
     ],
 )
 def test_a_light_command_loads_no_engine(box: Path, tmp_path: Path, command: str) -> None:
