@@ -1,8 +1,10 @@
 """Two records of a message, and the one place they are joined.
 
-Spec sources: `chat-history.md` ("Two records of a message, and which one each
-reader sees"); `original-facts.md` §2.1 step 5 (`injectUserAttr`), §2.2
-(`readAcceptedMessages`) and §2.5 (`normalizeForCompare`, `reconcilePending`,
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#history-two-records` ("Two records of a message, and which one
+each reader sees"), `docs/sources.md#facts-2-1` (§2.1 step 5: `injectUserAttr`),
+`docs/sources.md#facts-2-2` (§2.2: `readAcceptedMessages`) and
+`docs/sources.md#facts-2-5` (§2.5: `normalizeForCompare`, `reconcilePending`,
 `mergeAcceptedIntoPending`).
 
 A send is answered 200 once it is **recorded**: the box writes a

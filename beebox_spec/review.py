@@ -1,10 +1,16 @@
 """Chat review: which sessions qualify, what the reviewer reads, and what it may write.
 
-Spec sources: `chat-review.md` (the whole page) and `original-facts.md` §4.1
-(husk titles from the first message), §4.2 (discovery), §4.4 (rendering), §4.5
-(the reviewer), §4.6 (applying to the husk) and §4.10 (the credential-shape
-leak scan). The span journal (§4.3) and the per-session run decisions (§4.7)
-live in `beebox_spec.journal`, which builds on this module.
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#review` (the chat review page, all of it),
+`docs/sources.md#facts-4-1` (§4.1: husk titles from the first message),
+`docs/sources.md#facts-4-2` (§4.2: discovery), `docs/sources.md#facts-4-4` (§4.4:
+rendering), `docs/sources.md#facts-4-5` (§4.5: the reviewer),
+`docs/sources.md#facts-4-6` (§4.6: applying to the husk),
+`docs/sources.md#facts-4-10` (§4.10: the credential-shape leak scan), and
+`docs/sources.md#facts-2-1` (§2.1, "Related": self-notes). The span journal (§4.3)
+and the per-session run decisions (§4.7) live in `beebox_spec.journal`, which
+builds on this module. Going further than the original:
+`docs/design.md#design-5-leak-scan` (§5).
 
 The nightly pass reads chat sessions that have grown since it last looked and
 writes a title, a one-sentence `contains` and a running account onto each
@@ -33,12 +39,14 @@ concern the journal, in the order the pass meets them:
    render is uncapped (the size gate measures it); what a model receives is
    elided to 40,000 characters, keeping `floor(max / 2)` characters at each end.
 5. **The reviewer** (§4.5): the user prompt's four parts, the system prompt
-   carrying the title rules of `chat-review.md`, and the schema its output must
-   meet, checked by `validate_review_output` (a typed rejection names the field).
+   carrying the title rules of `docs/sources.md#review-titles`, and the schema its
+   output must meet, checked by `validate_review_output` (a typed rejection names
+   the field).
 6. **The leak scan** (§4.10): one table of credential shapes. Chat review
    rejects a generated field only for a credential shape, never for a name, an
-   email address or a place. Going further than the original (DESIGN §5), the
-   span text is redacted with the same table before it leaves the machine.
+   email address or a place. Going further than the original
+   (`docs/design.md#design-5-leak-scan`), the span text is redacted with the same
+   table before it leaves the machine.
 7. **Title ownership and the husk write** (§4.6): a hand-set title wins for
    good; the pass hashes the titles it writes, and recognises its own and the
    first-message snippet.
@@ -597,11 +605,11 @@ def reviewer_span_text(entries: Sequence[SessionEntry]) -> str:
     """The span text a reviewer receives: rendered, redacted, elided, redacted again.
 
     §4.7 step 7 sends `elideMiddle(renderEntries(entries), 40000)`. Going
-    further (DESIGN §5), credential shapes are redacted before the text leaves
-    the machine: once before eliding, so a key cut in half by the elision cannot
-    slip through as a fragment, and once after, because cutting can expose a
-    shape that a word boundary hid. The size gate still measures the render
-    (`beebox_spec.journal.span_size`), not this text.
+    further (`docs/design.md#design-5-leak-scan`), credential shapes are redacted
+    before the text leaves the machine: once before eliding, so a key cut in half
+    by the elision cannot slip through as a fragment, and once after, because
+    cutting can expose a shape that a word boundary hid. The size gate still
+    measures the render (`beebox_spec.journal.span_size`), not this text.
     """
     return redact_credentials(
         elide_middle(redact_credentials(render_entries(entries)), MAX_RENDERED_CHARS)
@@ -751,7 +759,7 @@ def build_user_prompt(args: ReviewArgs) -> str:
     return "\n\n".join([title_part, account_part, span_intro, args.span])
 
 
-# §4.5 and chat-review.md "Titles hold back; everything else doesn't".
+# §4.5 and `docs/sources.md#review-titles` ("Titles hold back; everything else doesn't").
 REVIEWER_SYSTEM_PROMPT: Final = """\
 You read one conversation between a person (the boxholder) and their assistant, \
 and you write down what it came to: a title, a one-sentence `contains`, and an \

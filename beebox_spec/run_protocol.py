@@ -1,9 +1,9 @@
 """What a session and the engine running its SDK run say to each other.
 
-Spec sources: `chat-session-lifecycle.md` (both session classes drive their run
-through the same lifecycle and read it through the same adapter; "Shared code")
-and `original-facts.md` §3.2–§3.5 (`startRun`, `run.send`, `run.close`, the
-consume loop).
+Spec sources, in `docs/sources.md`: `docs/sources.md#lifecycle-shared-code` ("Shared
+code": both session classes drive their run through the same lifecycle and read it
+through the same adapter) and `docs/sources.md#facts-3-2` (§3.2–§3.5, that section
+and the three after it: `startRun`, `run.send`, `run.close`, the consume loop).
 
 Both session models (`beebox_spec.chat_session`, `beebox_spec.thread_pool`) are
 driven by the same engine *events* and make the same run *requests*, so those are

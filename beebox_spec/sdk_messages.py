@@ -1,11 +1,13 @@
 """The SDK message union, and the one adapter both chat sessions read the SDK through.
 
-Spec sources: `chat-session-lifecycle.md` ("Shared code": the adapter is one
-shared function; `assertNever` guards the union); `original-facts.md` §3.5
-(`pumpChatRun`: a message that adapts to nothing is skipped), §3.6
-(`adaptSdkMessage`, `accumulateAssistantText`) and §3.3 (`ChatThreadSession`'s
-`<chat-response>` extraction); `transcript-format.md` §8 (the CLI's stream-json
-messages the adapter reads).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#lifecycle-shared-code` ("Shared code": the adapter is one shared
+function; `assertNever` guards the union), `docs/sources.md#facts-3-5` (§3.5:
+`pumpChatRun`, a message that adapts to nothing is skipped),
+`docs/sources.md#facts-3-6` (§3.6: `adaptSdkMessage`, `accumulateAssistantText`),
+`docs/sources.md#facts-3-3` (§3.3: `ChatThreadSession`'s `<chat-response>`
+extraction) and `docs/sources.md#format-8` (§8 of the transcript format notes: the
+CLI's stream-json messages the adapter reads).
 
 A raw message is one line of the CLI's stream-json output, decoded: a JSON
 object whose `type` (and, for `system`, `subtype`) says what it is. The adapter

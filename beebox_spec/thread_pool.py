@@ -1,8 +1,10 @@
 """Chat thread sessions and the pool that runs one of them at a time.
 
-Spec sources: `chat-session-lifecycle.md` ("Park / evict", the note that a thread
-session has no ``stopping``, "Shared code") and `original-facts.md` §3.3
-(`ChatThreadSession`) and §3.4 (`ChatSessionPool`).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#lifecycle-park-evict` ("Park and evict"),
+`docs/sources.md#lifecycle-phases` ("Phases": a thread session has no ``stopping``),
+`docs/sources.md#lifecycle-shared-code` ("Shared code"), `docs/sources.md#facts-3-3`
+(§3.3: `ChatThreadSession`) and `docs/sources.md#facts-3-4` (§3.4: `ChatSessionPool`).
 
 Theory of operation
 -------------------

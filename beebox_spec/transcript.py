@@ -1,10 +1,15 @@
 """Reading a transcript into history: lines, the oversize guard, entries, slices.
 
-Spec sources: `original-facts.md` §1.1 (`MAX_SESSION_LINE_BYTES`, `SNIFF_CHARS`,
-`isOversizeLine`, `oversizeEntry`), §1.2 (`readTranscriptLines`, `parseSessionLog`),
-§2.4 (`SessionEntry`, `SessionHistory`, the slice bounds); `transcript-format.md`
-§2–§4 (what the lines hold) and §9 item 1 (blank lines, `//` comment lines and a
-torn last line are skipped); `chat-history.md` (photos stripped from the read).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#facts-1-1` (§1.1: `MAX_SESSION_LINE_BYTES`, `SNIFF_CHARS`,
+`isOversizeLine`, `oversizeEntry`), `docs/sources.md#facts-1-2` (§1.2:
+`readTranscriptLines`, `parseSessionLog`), `docs/sources.md#facts-1-3` (§1.3: a tool
+result's summary), `docs/sources.md#facts-2-2` (§2.2: the sender read from a
+`<typed>` tag), `docs/sources.md#facts-2-4` (§2.4: `SessionEntry`, `SessionHistory`,
+the slice bounds); the transcript format notes `docs/sources.md#format-2`
+(§2–§4: what the lines hold) and `docs/sources.md#format-9` (§9 item 1: blank lines,
+`//` comment lines and a torn last line are skipped); and
+`docs/sources.md#history-photos` (photos stripped from the read).
 
 The history read, top to bottom:
 
@@ -83,9 +88,9 @@ The history read, top to bottom:
    `classifyUserEntry`) dropped every user turn without non-blank text, image-only
    turns included; its `session-content.ts` says so on purpose, to hide
    "PDF-reading plumbing (user-role turns containing only images)". That drops the
-   very turn `chat-history.md` exists for: a 300 KB line holding one caption-less
-   photo is stripped, and then yields no entry, so the photo never gets the
-   reference the strip made room for. `chat-history.md` is the requirement; we keep
+   very turn `docs/sources.md#history-photos` exists for: a 300 KB line holding one
+   caption-less photo is stripped, and then yields no entry, so the photo never gets
+   the reference the strip made room for. That page is the requirement; we keep
    the turn. The price: a synthetic image-only user turn that is not marked
    `isMeta` now shows as an image.
    **(inference)** §1.1 gives the stub's drop rules and names the parse as the
