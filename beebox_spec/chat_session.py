@@ -1,9 +1,12 @@
 """The whole-box `ChatSession` as a pure state machine: state + event → state + effects.
 
-Spec sources: `chat-session-lifecycle.md` ("The contract": queue/drain, stop vs
-restart, the busy-flip ordering, the close-window race) and `original-facts.md`
-§3.2 (`send`, `startRun`, the consume loop's close handler, `handleMessage`,
-`enqueue`, `drainQueue`, `stop`, `restart`, `resetSession`, `interrupt`).
+Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`):
+`docs/sources.md#lifecycle-contract` ("The contract": queue and drain, stop and
+restart, the busy-flip ordering, the close-window race) and
+`docs/sources.md#facts-3-2` (§3.2: `send`, `startRun`, the consume loop's close
+handler, `handleMessage`, `enqueue`, `drainQueue`, `stop`, `restart`,
+`resetSession`, `interrupt`). Going further than the original:
+`docs/design.md#design-5-persisted-queue` (§5).
 
 Theory of operation
 -------------------
@@ -47,8 +50,8 @@ The rules, in the order a reader meets them:
    queue drains: all queued texts joined with ``"\\n\\n"`` are sent as one turn —
    onto the open run after a result, onto a fresh run after a death. A drain that
    would be refused (the close window) leaves the queue as it is, so an accepted
-   message is never dropped on the floor (`DESIGN.md` §5; the original emptied the
-   queue before a send that could refuse).
+   message is never dropped on the floor (`docs/design.md#design-5-persisted-queue`;
+   the original emptied the queue before a send that could refuse).
 5. **Result.** On a turn's ``result`` the lifecycle advances first
    (`lifecycle.after_turn_result`: the session stops reading busy), *then* ``done``
    is emitted, then the turn's text and its feature deltas are applied, then the

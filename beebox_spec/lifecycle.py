@@ -1,7 +1,8 @@
 """The chat run lifecycle: five phases and the one table of legal moves between them.
 
-Spec sources: `chat-session-lifecycle.md` ("Phases", the phase table, "every write
-site goes through `nextLifecycle`") and `original-facts.md` §3.1.
+Spec sources: `docs/sources.md#lifecycle-phases` ("Phases": the phase table, and
+every change of phase goes through `nextLifecycle`) and `docs/sources.md#facts-3-1`
+(§3.1: the lifecycle union, `LEGAL_TRANSITIONS`, `afterTurnResult`).
 
 Theory of operation
 -------------------
@@ -32,10 +33,11 @@ Two readings of "busy" exist and both are kept here:
 
 - `lifecycle_busy` is the pure reading of the lifecycle union (§3.1): only a
   turn in flight is busy (``streaming``, and ``stopping`` when it was busy).
-- `is_busy` is what a *session* reports (the phase table of the lifecycle doc):
-  ``starting`` reads busy too, so a second send arriving mid-start is queued onto
-  the starting run instead of racing a second run. A session stuck in
-  ``starting`` therefore reads as permanently busy (§3.1 note).
+- `is_busy` is what a *session* reports (the phase table of
+  `docs/sources.md#lifecycle-phases`): ``starting`` reads busy too, so a second
+  send arriving mid-start is queued onto the starting run instead of racing a
+  second run. A session stuck in ``starting`` therefore reads as permanently busy
+  (§3.1 note).
 
 `is_running` is true exactly when the phase holds a run handle (``ready``,
 ``streaming``, ``stopping``), as the phase table reads. A session's own
@@ -90,7 +92,7 @@ class Phase(enum.StrEnum):
     STOPPING = "stopping"
 
 
-# THE table of legal moves (`LEGAL_TRANSITIONS`, original-facts §3.1). Anything not
+# THE table of legal moves (`LEGAL_TRANSITIONS`, §3.1). Anything not
 # listed, self-loops included, is illegal.
 LEGAL_TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
     Phase.IDLE: frozenset({Phase.STARTING}),
@@ -100,7 +102,7 @@ LEGAL_TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
     Phase.STOPPING: frozenset({Phase.IDLE}),
 }
 
-# What each phase means, after the lifecycle doc's phase table.
+# What each phase means, after the phase table of `docs/sources.md#lifecycle-phases`.
 PHASE_MEANINGS: Mapping[Phase, str] = {
     Phase.IDLE: "no SDK run; start state and where every run ends",
     Phase.STARTING: "a run is being started; no run handle yet",
@@ -171,7 +173,7 @@ def next_lifecycle(current: Lifecycle[RunT], target: Lifecycle[RunT]) -> Lifecyc
     """The one write path of a lifecycle: returns ``target`` if the move is legal.
 
     Raises `InvariantError` with ``illegal chat lifecycle transition: <from> → <to>``
-    otherwise (`nextLifecycle`, original-facts §3.1).
+    otherwise (`nextLifecycle`, §3.1).
     """
     transition_phase(current.phase, target.phase)
     return target
@@ -190,7 +192,7 @@ def lifecycle_run(state: Lifecycle[RunT]) -> RunT | None:
 
 
 def is_busy(phase: Phase, *, was_busy: bool = False) -> bool:
-    """The session-level busy reading of a phase (the lifecycle doc's phase table).
+    """The session-level busy reading of a phase (`docs/sources.md#lifecycle-phases`).
 
     A turn in flight is busy (``streaming``; ``stopping`` when the stopped run was
     mid-turn), and so is ``starting``: a run is on its way, so a second send must
