@@ -23,6 +23,10 @@
 //   `permission-ended`, the box's answer to ours, or a 409 (it ended elsewhere) takes
 //   a card away. An id seen ending is never shown again, though a bootstrap read
 //   begun before the end may still list it.
+// - The view follows the newest message while it is at the bottom, whatever grows
+//   (a photo loading after its history); the person scrolling up stops that.
+// - After a stop the status says so, and a copy the stop took out of the queue reads
+//   as not sent. A 401 (no cookie) ends everything but one notice: how to log in.
 
 import * as api from "./api.js";
 import {
