@@ -275,6 +275,17 @@ async def _holding_box_lock(root: Path) -> AsyncIterator[None]:
             await anyio.to_thread.run_sync(held.close)
 
 
+def _sole_error(group: BaseExceptionGroup[BaseException]) -> Exception | None:
+    """The one error a group (of groups) holds, or None when it holds more, or only
+    a cancellation (which must travel as it is)."""
+    if len(group.exceptions) != 1:
+        return None
+    (error,) = group.exceptions
+    if isinstance(error, BaseExceptionGroup):
+        return _sole_error(error)
+    return error if isinstance(error, Exception) else None
+
+
 def is_box(path: Path) -> bool:
     """Does ``path`` hold a box (its token file)?"""
     return BoxPaths(path.expanduser().resolve()).token.is_file()
@@ -411,8 +422,16 @@ class Box:
                 permission_timeout=permission_timeout,
                 photos=photos,
             )
-            async with opened as box:
-                yield box
+            try:
+                async with opened as box:
+                    yield box
+            except BaseExceptionGroup as group:
+                # The box's task groups wrap what the block raised; a host's
+                # ``except BeeboxError`` around the block must see the error itself.
+                sole = _sole_error(group)
+                if sole is None:
+                    raise
+                raise sole from None
 
     @classmethod
     @asynccontextmanager
@@ -637,6 +656,13 @@ class Box:
         await self.acceptance.record_settled(
             {"reason": reason, "timestamp": to_iso_timestamp(now)}, now=now
         )
+
+    def end_event_streams(self) -> None:
+        """End every subscription's stream now (each `async for` over one finishes):
+        for a host shutting down whose server waits for its open streams before it
+        closes the box. A subscription taken after it is not ended by it."""
+        self._check_open()
+        self.events.close()
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
         """The box's events (bus and turn events) from now on."""

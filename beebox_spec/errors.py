@@ -41,10 +41,17 @@ class BeeboxError(Exception):
 
 
 class Rejection(BeeboxError):
-    """Input from outside the box refused; `status_hint` is the HTTP status for it."""
+    """Input from outside the box refused; `status_hint` is the HTTP status for it, and
+    `public_message` what may be said to whoever sent the input."""
 
     # The status an HTTP adapter answers this rejection with (a subclass says which).
     status_hint: ClassVar[int] = 400
+
+    @property
+    def public_message(self) -> str:
+        """The refusal as said to the sender: the message, unless the subclass keeps
+        its details for logs (a prober learns nothing from them)."""
+        return str(self)
 
 
 class InvalidArgument(BeeboxError, ValueError):

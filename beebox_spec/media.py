@@ -257,6 +257,11 @@ class MalformedMediaRef(Rejection):
         self.raw = raw
         self.rule = rule
 
+    @property
+    def public_message(self) -> str:
+        """One answer for every malformed reference: which rule failed is for logs."""
+        return "Malformed media reference"
+
 
 def parse_media_ref(raw: str) -> MediaRef:
     """Read `<sessionId>/<entryUuid>/<index>`, or raise `MalformedMediaRef`."""

@@ -97,6 +97,11 @@ class MediaMissing:
 
     reason: MediaMissingReason
 
+    @property
+    def status_hint(self) -> int:
+        """The HTTP status for it (§1.7): 413 for a line too large to read, else 404."""
+        return 413 if self.reason == "too-large" else 404
+
 
 @dataclass(frozen=True, slots=True)
 class _LineAt:

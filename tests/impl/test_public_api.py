@@ -29,8 +29,11 @@ PUBLIC_NAMES = {
     "HistorySlice", "TailSlice", "PageSlice", "SessionHistory", "SessionEntry",
     "SessionContentBlock", "PhotoMode", "MediaFound", "MediaMissing", "Bootstrap",
     "ChatStatus",
-    # Events.
-    "BoxEvent", "EventSubscription",
+    # Events, each name with its data's TypedDict.
+    "BoxEvent", "EventSubscription", "BOX_EVENT_NAMES", "BoxEventName", "BoxEventOf",
+    "ChatTurnData", "ChatUserMessageData", "CloseData", "MessageData", "NoData",
+    "PermissionEndedData", "PermissionRequestData", "SenderData", "SessionIdData",
+    "StartFailedData", "TurnErrorData", "TurnTextData",
     # Permission requests.
     "PermissionRequest", "PermissionReply", "PermissionDecision", "Answerer",
     # Engines, clocks, thread sessions, HTTP, settings.

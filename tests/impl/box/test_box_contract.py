@@ -14,6 +14,7 @@ from beebox_impl import (
     BoxClosed,
     BoxInUse,
     BoxStateError,
+    MalformedMediaRef,
     PageSlice,
     PermissionReply,
     SendRequest,
@@ -85,3 +86,20 @@ async def test_every_method_of_a_closed_box_raises_box_closed(tmp_path: Path) ->
     ):
         with pytest.raises(BoxClosed):
             await anyio.to_thread.run_sync(blocking)
+
+
+async def test_an_error_raised_in_the_block_comes_out_as_itself(tmp_path: Path) -> None:
+    # Not wrapped in the ExceptionGroups of the box's task groups.
+    with pytest.raises(MalformedMediaRef) as raised:
+        async with Box.open(tmp_path / "box", projects_root=tmp_path / "projects") as box:
+            await box.media("not a reference")
+    assert raised.value.public_message == "Malformed media reference"
+    assert raised.value.status_hint == 400
+
+
+async def test_end_event_streams_ends_every_subscription(tmp_path: Path) -> None:
+    async with Box.open(tmp_path / "box", projects_root=tmp_path / "projects") as box:
+        with box.subscribe() as events:
+            box.end_event_streams()
+            with anyio.fail_after(5):
+                assert [event async for event in events] == []
