@@ -41,7 +41,7 @@ PROTOCOL_IN_MODULE: dict[tuple[str, type[BaseException]], str] = {
     ("beebox_impl.lazy", AttributeError): "a module __getattr__ of a name it has not (PEP 562)",
 }
 # Raises of a value caught or made just before (a re-raise keeps the caught error's type).
-RERAISES = {"error", "failure", "refusal", "self.error", "type(error)"}
+RERAISES = {"error", "failure", "refusal", "self.error", "sole", "type(error)"}
 
 
 @dataclass(frozen=True)

@@ -30,22 +30,19 @@ from urllib.parse import unquote
 from beebox_impl.box import Box
 from beebox_impl.services.bootstrap import Bootstrap
 from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
-from beebox_impl.services.permissions import PermissionAlreadyEnded, PermissionNotFound
 from beebox_impl.services.send import InvalidRequest, PhotosWaiting, SendFailed, parse_send_body
 from beebox_impl.store.permissions import MAX_LISTED
-from beebox_impl.transcript import MediaFound, MediaMissingReason, PageSlice, TailSlice
+from beebox_impl.transcript import MediaFound, PageSlice, TailSlice
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
 from beebox_impl.web.sessions import list_chat_sessions
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.javascript import UnparsableJson, parse_json_text
-from beebox_spec.media import MalformedMediaRef
+from beebox_spec.media import SESSION_MEDIA_ROUTE, MalformedMediaRef
 from beebox_spec.permissions import (
     MAX_DENY_MESSAGE_CHARS,
-    InvalidPermissionAnswer,
     parse_permission_answer,
 )
-from beebox_spec.transcript import InvalidHistorySlice
 
 __all__ = [
     "MEDIA_HEADERS",
@@ -62,13 +59,12 @@ __all__ = [
     "StreamReply",
     "error_reply",
     "find_route",
-    "media_missing_status",
 ]
 
 T = TypeVar("T")
 
 # §1.7: the photo route, and the headers of its 200.
-MEDIA_PREFIX: Final = "/api/session-media/"
+MEDIA_PREFIX: Final = f"/api/{SESSION_MEDIA_ROUTE}/"
 PERMISSIONS_PREFIX: Final = "/api/chat/permissions/"
 # The longest permission request id the route looks up (the box's are 37 characters).
 _MAX_PERMISSION_ID: Final = 200
@@ -223,18 +219,16 @@ def _history_slice(values: Mapping[str, str]) -> HistorySlice:
     tail = _int_parameter(values, "tail")
     offset = _int_parameter(values, "offset")
     limit = _int_parameter(values, "limit")
-    try:
-        if tail is not None:
-            if offset is not None or limit is not None:
-                raise InvalidRequest('"tail" cannot be combined with "offset" or "limit"')
-            return TailSlice(tail)
-        if offset is None and limit is None:
-            return TailSlice(DEFAULT_HISTORY_TAIL)
-        if offset is None or limit is None:
-            raise InvalidRequest('"offset" and "limit" go together')
-        return PageSlice(offset, limit)
-    except InvalidHistorySlice as error:
-        raise InvalidRequest(str(error)) from None
+    # A slice out of its bounds is the spec's `InvalidHistorySlice`: a 400 as it stands.
+    if tail is not None:
+        if offset is not None or limit is not None:
+            raise InvalidRequest('"tail" cannot be combined with "offset" or "limit"')
+        return TailSlice(tail)
+    if offset is None and limit is None:
+        return TailSlice(DEFAULT_HISTORY_TAIL)
+    if offset is None or limit is None:
+        raise InvalidRequest('"offset" and "limit" go together')
+    return PageSlice(offset, limit)
 
 
 # --- Handlers -------------------------------------------------------------------
@@ -256,7 +250,7 @@ _HISTORY_QUERY: Final = ("session", "tail", "offset", "limit")
 def _history(exchange: Exchange) -> Reply:
     values = _query_strict(exchange, _HISTORY_QUERY)
     window = _history_slice(values)
-    session_id = values.get("session") or exchange.box.session.session_id
+    session_id = values.get("session") or exchange.box.session_id
     if session_id is None:
         return error_reply(404, "No chat session yet")
     try:
@@ -287,22 +281,17 @@ def _media(exchange: Exchange) -> Reply:
     raw = unquote(exchange.path[len(MEDIA_PREFIX) :])
     try:
         found = exchange.box.read_media(raw)
-    except (MalformedMediaRef, InvalidSessionId):
-        # §1.7: one 400 for every malformed reference, saying nothing specific.
-        return error_reply(400, "Malformed media reference")
+    except InvalidSessionId:
+        # §1.7: one 400 for every malformed reference (`MalformedMediaRef`'s answer).
+        raise MalformedMediaRef(raw, "not a session id") from None
     if isinstance(found, MediaFound):
         return BytesReply(200, found.media_type, found.data, MEDIA_HEADERS)
-    status = media_missing_status(found.reason)
-    return error_reply(status, MEDIA_MISSING_MESSAGES[status])
+    return error_reply(found.status_hint, MEDIA_MISSING_MESSAGES[found.status_hint])
 
 
-# original-facts §1.7: a line too large to read is 413; every other miss is one 404.
+# original-facts §1.7: a line too large to read is 413; every other miss is one 404
+# (`MediaMissing.status_hint`).
 MEDIA_MISSING_MESSAGES: Final = {413: "Transcript entry too large to read", 404: "Not found"}
-
-
-def media_missing_status(reason: MediaMissingReason) -> int:
-    """The status the media route answers for a photo that is not served (§1.7)."""
-    return 413 if reason == "too-large" else 404
 
 
 def _control(
@@ -322,10 +311,7 @@ def _control(
 
 def _answer_permission(exchange: Exchange) -> Reply:
     request_id = unquote(exchange.path[len(PERMISSIONS_PREFIX) :])
-    try:
-        reply = parse_permission_answer(exchange.json_body())
-    except InvalidPermissionAnswer as error:
-        raise InvalidRequest(str(error)) from None
+    reply = parse_permission_answer(exchange.json_body())
     # Not an id the box could have given out: the same 404 as any unknown one.
     if not request_id or "/" in request_id or len(request_id) > _MAX_PERMISSION_ID:
         return error_reply(404, "No such permission request")
@@ -333,12 +319,7 @@ def _answer_permission(exchange: Exchange) -> Reply:
     async def answer() -> None:
         await exchange.box.answer_permission(request_id, reply, by="page")
 
-    try:
-        exchange.run(answer)
-    except PermissionNotFound:
-        return error_reply(404, "No such permission request")
-    except PermissionAlreadyEnded:
-        return error_reply(409, "This permission request has ended already")
+    exchange.run(answer)
     return JsonReply(200, {"ok": True, "id": request_id, "decision": reply.decision})
 
 
@@ -527,7 +508,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route(
         operation_id="sessionMedia",
         methods=("GET", "HEAD"),
-        path="/api/session-media/{ref}",
+        path=MEDIA_PREFIX + "{ref}",
         match=MEDIA_PREFIX,
         prefix=True,
         summary="One photo of a transcript, by reference <sessionId>/<entryUuid>/<index>",

@@ -105,7 +105,7 @@ from beebox_impl.http.routes import (
     error_reply,
     find_route,
 )
-from beebox_impl.services.send import InvalidRequest
+from beebox_spec.errors import BeeboxError, InvalidArgument, Rejection
 
 __all__ = [
     "DEFAULT_HOST",
@@ -150,12 +150,12 @@ class HttpLimits:
 
     def __post_init__(self) -> None:
         if self.max_large_bodies < 1:
-            raise ValueError("max_large_bodies must be at least 1")
+            raise InvalidArgument("max_large_bodies must be at least 1")
         if self.max_large_bodies_held < self.max_large_bodies:
-            raise ValueError("max_large_bodies_held must be at least max_large_bodies")
+            raise InvalidArgument("max_large_bodies_held must be at least max_large_bodies")
 
 
-class RemoteBindRefused(ValueError):
+class RemoteBindRefused(InvalidArgument):
     """A non-loopback address was asked for without ``allow_remote``."""
 
 
@@ -194,7 +194,7 @@ def _redact_token(message: str) -> str:
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-class MalformedFields(ValueError):
+class MalformedFields(Rejection):
     """A request's header block is not a list of ``name: value`` fields (the message says why)."""
 
 
@@ -225,7 +225,7 @@ def parse_fields(head: bytes) -> HTTPMessage:
     return fields
 
 
-class _FieldsFollow(Exception):
+class _FieldsFollow(BeeboxError):
     """The standard library's `parse_request` has read the request line and now
     reads the fields: `_Handler._parse_request` parses them itself."""
 
@@ -687,8 +687,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
         try:
             return route.handler(exchange)
-        except InvalidRequest as error:
-            return error_reply(400, str(error))
+        except Rejection as error:
+            # The one place a refusal becomes an answer: its own status and words.
+            return error_reply(error.status_hint, error.public_message)
         except Exception:
             _log.exception("%s %s failed", self.command, path)
             return error_reply(500, "Internal error")

@@ -74,11 +74,19 @@ class PermissionNotFound(Rejection, LookupError):
 
     status_hint: ClassVar[int] = 404
 
+    @property
+    def public_message(self) -> str:
+        return "No such permission request"
+
 
 class PermissionAlreadyEnded(Rejection):
     """The request was answered, timed out, or stopped already."""
 
     status_hint: ClassVar[int] = 409
+
+    @property
+    def public_message(self) -> str:
+        return "This permission request has ended already"
 
 
 @dataclass(frozen=True, slots=True)

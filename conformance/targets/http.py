@@ -49,7 +49,7 @@ from http.cookies import SimpleCookie
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urlsplit
 
-from beebox_impl.http.routes import media_missing_status
+from beebox_impl.transcript.media import MediaMissing
 from beebox_spec.entries import MAX_SESSION_ENTRIES
 from beebox_spec.javascript import parse_json_object_or_none
 from beebox_spec.media import SAFE_ID_RE
@@ -332,7 +332,7 @@ class ServedMediaExtract:
             isinstance(expect, dict)
             and expect.get("ok") is False
             and isinstance(got, dict)
-            and got.get("status") == media_missing_status(expect["reason"])
+            and got.get("status") == MediaMissing(expect["reason"]).status_hint
         ):
             return expect
         return got
