@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 ANCHORED = {"sources": DOCS / "sources.md", "design": DOCS / "design.md"}
-SPEC_FILES = sorted((ROOT / "beebox_spec").glob("*.py"))
+SPEC_FILES = sorted((ROOT / "beebox_spec").rglob("*.py"))
 MARKDOWN_FILES = [DOCS / "spec-decisions.md", DOCS / "sources.md", DOCS / "design.md"]
 # Files whose bare § are citations of the facts (in sources.md and design.md a
 # bare § is a heading or a section of the page itself).
