@@ -350,22 +350,22 @@ class Box:
         self._closed = False
         self.paths = paths
         self.settings = settings
-        self.permission_service = permissions
+        self._permission_service = permissions
         self.token = token
         self.clock = clock
-        self.database = database
-        self.acceptance = acceptance
-        self.events = events
-        self.session = session
-        self.history_service = history
-        self.send_service = ChatSendService(
+        self._database = database
+        self._acceptance = acceptance
+        self._events = events
+        self._session = session
+        self._history_service = history
+        self._send_service = ChatSendService(
             session=session,
             acceptance=acceptance,
             events=events,
             clock=clock,
             loop=loop,
         )
-        self.bootstrap_service = ChatBootstrapService(
+        self._bootstrap_service = ChatBootstrapService(
             session=session, history=history, acceptance=acceptance, clock=clock
         )
 
@@ -563,14 +563,14 @@ class Box:
         """The chat's current session id: None until the engine names one, and again
         after a `reset` (the next turn starts a new session)."""
         self._check_open()
-        return self.session.session_id
+        return self._session.session_id
 
     # --- The chat -----------------------------------------------------------------
 
     async def send(self, request: SendRequest, sender: Sender | None = None) -> SendOutcome:
         """`chat.send`: record, then hand to the session (`beebox_impl.services.send`)."""
         self._check_open()
-        return await self.send_service.send(request, sender)
+        return await self._send_service.send(request, sender)
 
     def send_from_thread(
         self, request: SendRequest, run_on_loop: LoopRunner, sender: Sender | None = None
@@ -586,12 +586,12 @@ class Box:
         """
         self._check_open()
         _refuse_on_the_loop("send_from_thread", "send")
-        return self.send_service.send_from_thread(request, sender, run_on_loop)
+        return self._send_service.send_from_thread(request, sender, run_on_loop)
 
     async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`chat.history`: a slice of ``session_id``'s transcript."""
         self._check_open()
-        return await self.history_service.history(session_id, window)
+        return await self._history_service.history(session_id, window)
 
     def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
         """`history`, blocking, from any thread but the event loop's (`RuntimeError` there).
@@ -601,7 +601,7 @@ class Box:
         """
         self._check_open()
         _refuse_on_the_loop("read_history", "history")
-        return self.history_service.read_history(session_id, window)
+        return self._history_service.read_history(session_id, window)
 
     async def bootstrap(
         self,
@@ -612,48 +612,48 @@ class Box:
     ) -> Bootstrap:
         """`chat.bootstrap`: history and pending side by side."""
         self._check_open()
-        return await self.bootstrap_service.bootstrap(
+        return await self._bootstrap_service.bootstrap(
             session=session, window=window, viewer_email=viewer_email
         )
 
     async def media(self, ref: str) -> MediaFound | MediaMissing:
         """The photo a reference names; raises `MalformedMediaRef` for a bad one."""
         self._check_open()
-        return await self.history_service.media(parse_media_ref(ref))
+        return await self._history_service.media(parse_media_ref(ref))
 
     def read_media(self, ref: str) -> MediaFound | MediaMissing:
         """`media`, blocking, from any thread but the event loop's (as `read_history`)."""
         self._check_open()
         _refuse_on_the_loop("read_media", "media")
-        return self.history_service.read_media(parse_media_ref(ref))
+        return self._history_service.read_media(parse_media_ref(ref))
 
     def status(self) -> ChatStatus:
         """The whole-box chat's state."""
         self._check_open()
-        return self.bootstrap_service.status()
+        return self._bootstrap_service.status()
 
     async def stop(self) -> None:
         """Stop the chat's run and clear its queue."""
         self._check_open()
         await self._settle("stop")
-        await self.session.stop()
+        await self._session.stop()
 
     async def restart(self) -> None:
         """Close the chat's run; its queue drains into a fresh one."""
         self._check_open()
-        await self.session.restart()
+        await self._session.restart()
 
     async def reset(self) -> None:
         """Stop, and start a new SDK session next time."""
         self._check_open()
         await self._settle("reset")
-        await self.session.reset_session()
+        await self._session.reset_session()
 
     async def _settle(self, reason: str) -> None:
         # Recorded first: what the stop drops must not come back after a crash, and a
         # crash right after this line leaves it dropped, as the person asked.
         now = self.clock.now()
-        await self.acceptance.record_settled(
+        await self._acceptance.record_settled(
             {"reason": reason, "timestamp": to_iso_timestamp(now)}, now=now
         )
 
@@ -662,12 +662,12 @@ class Box:
         for a host shutting down whose server waits for its open streams before it
         closes the box. A subscription taken after it is not ended by it."""
         self._check_open()
-        self.events.close()
+        self._events.close()
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[BoxEvent]:
         """The box's events (bus and turn events) from now on."""
         self._check_open()
-        return self.events.subscribe(max_buffer)
+        return self._events.subscribe(max_buffer)
 
     # --- Permission requests (`beebox_impl.services.permissions`) ---------------------
 
@@ -675,7 +675,7 @@ class Box:
         """The chat's pending permission requests, oldest first (each also announced as
         a ``permission-request`` event)."""
         self._check_open()
-        return self.permission_service.pending()
+        return self._permission_service.pending()
 
     async def answer_permission(
         self, request_id: str, reply: PermissionReply, *, by: Answerer = "host"
@@ -684,10 +684,10 @@ class Box:
         `PermissionAlreadyEnded` (answered, timed out or stopped already) or
         `PermissionNotFound` (no such request)."""
         self._check_open()
-        await self.permission_service.answer(request_id, reply, by=by)
+        await self._permission_service.answer(request_id, reply, by=by)
 
     async def permission_decisions(self, limit: int = 100) -> list[PermissionDecision]:
         """How the last ``limit`` requests ended (who answered, when, the tool and its
         input), newest first."""
         self._check_open()
-        return await self.permission_service.decisions(limit)
+        return await self._permission_service.decisions(limit)

@@ -123,7 +123,7 @@ async def record_session(claude: OfflineClaude, api: MessagesApiDouble, box: Pat
         await log.wait_for_name("turn-text", count=5)
         await chat.send(SendRequest("this one gets interrupted", message_id="c-7"))
         await anyio.to_thread.run_sync(api.wait_for_messages, 10)
-        await chat.session.interrupt()
+        await chat._session.interrupt()
         await log.wait_for_name("done", count=6)
         hold_interrupt.set()
         await chat.send(SendRequest("this one meets an overloaded API", message_id="c-8"))

@@ -49,7 +49,7 @@ async def wait_for_requests(api: MessagesApiDouble, count: int) -> None:
 
 
 async def history_of(box: Box) -> SessionHistory:
-    session_id = box.session.session_id
+    session_id = box.session_id
     assert session_id is not None
     return await box.history(session_id, TailSlice(50))
 
@@ -238,7 +238,7 @@ async def test_a_message_sent_mid_turn_is_queued_and_drained_into_the_next_turn(
         await wait_for_requests(api, 1)
         assert isinstance(await box.send(SendRequest("second", message_id="m-2")), Queued)
         assert isinstance(await box.send(SendRequest("third", message_id="m-3")), Queued)
-        assert box.session.queue == ("second", "third")
+        assert box._session.queue == ("second", "third")
         assert box.status()["busy"]
         hold.set()
         texts = await log.wait_for_name("turn-text", count=2)
@@ -264,7 +264,7 @@ async def test_stop_mid_stream(
         await wait_for_requests(api, 1)
         assert isinstance(await box.send(SendRequest("dropped", message_id="m-2")), Queued)
         (pid,) = claude_processes(claude.config)
-        session_id = box.session.session_id
+        session_id = box.session_id
         await box.stop()
         hold.set()
         # Stopped: the CLI is gone, the queue cleared, nothing busy; no error to show.
@@ -296,7 +296,7 @@ async def test_interrupt_mid_stream(
         await box.send(SendRequest("long", message_id="m-1"))
         await wait_for_requests(api, 1)
         (pid,) = claude_processes(claude.config)
-        await box.session.interrupt()
+        await box._session.interrupt()
         await log.wait_for_name("done")
         hold.set()
         # The turn ended; the CLI stays up for the next one.
@@ -322,13 +322,13 @@ async def test_restart_drains_the_queue_into_a_fresh_cli(
         await box.send(SendRequest("long", message_id="m-1"))
         await wait_for_requests(api, 1)
         (pid,) = claude_processes(claude.config)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert isinstance(await box.send(SendRequest("queued", message_id="m-2")), Queued)
         await box.restart()
         hold.set()
         (text,) = await log.wait_for_name("turn-text")
         (new_pid,) = claude_processes(claude.config)
-        assert box.session.session_id == session_id
+        assert box.session_id == session_id
     assert new_pid != pid
     assert text.data == {"text": "fresh"}
     # The queue went to a fresh CLI, which resumed the session (the cut turn included).
@@ -343,12 +343,12 @@ async def test_reset_starts_a_new_session(
     async with claude_box(tmp_path / "box", claude) as (box, log):
         await box.send(SendRequest("before the reset", message_id="m-1"))
         await log.wait_for_name("turn-text")
-        first = box.session.session_id
+        first = box.session_id
         await box.reset()
-        forgotten = box.session.session_id
+        forgotten = box.session_id
         await box.send(SendRequest("after the reset", message_id="m-2"))
         await log.wait_for_name("turn-text", count=2)
-        second = box.session.session_id
+        second = box.session_id
         history = await history_of(box)
     assert forgotten is None
     assert second not in (None, first)
@@ -365,10 +365,10 @@ async def test_a_box_opened_again_resumes_its_session(
     async with claude_box(tmp_path / "box", claude) as (box, log):
         await box.send(SendRequest("first life", message_id="m-1"))
         await log.wait_for_name("turn-text")
-        first = box.session.session_id
+        first = box.session_id
     assert not claude_processes(claude.config)
     async with claude_box(tmp_path / "box", claude) as (box, log):
-        assert box.session.session_id == first
+        assert box.session_id == first
         await box.send(SendRequest("second life", message_id="m-2"))
         await log.wait_for_name("turn-text")
         history = await history_of(box)
@@ -406,10 +406,10 @@ async def test_the_cli_killed_mid_turn(
         await log.wait_for_name("turn-text")
         assert log.named("close")[0].data == {"code": None}
         assert box.status()["busy"] is False
-        killed_session = box.session.session_id
+        killed_session = box.session_id
         history = await history_of(box)
         # The killed turn's send is still marked owed: no turn that carried it ended.
-        owed = [json.dumps(row.payload) for row in await box.acceptance.undelivered_messages()]
+        owed = [json.dumps(row.payload) for row in await box._acceptance.undelivered_messages()]
         assert any('"doomed"' in payload for payload in owed)
     if written:
         # The CLI had written the turn: the fresh CLI resumed it.

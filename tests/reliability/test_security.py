@@ -85,7 +85,7 @@ def test_every_api_route_and_method_is_401_without_the_right_token(
             assert answer.json() == {"error": "Unauthorized"}
         assert answer.headers["www-authenticate"] == "Bearer"
     # Nothing any of them asked for happened.
-    assert served.box.session.session_id is None
+    assert served.box.session_id is None
 
 
 def test_the_right_token_of_another_port_or_case_does_not_open_the_api(served: Served) -> None:

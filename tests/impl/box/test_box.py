@@ -172,7 +172,7 @@ async def test_the_box_clock_dates_the_bus_row(tmp_path: Path) -> None:
     clock = ManualClock(START)
     async with Box.open(tmp_path / "box", clock=clock, projects_root=tmp_path / "p") as box:
         await box.send(SendRequest("dated"))
-        (row,) = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 5)
+        (row,) = await box._acceptance.recent_events(CHAT_USER_MESSAGE, 5)
         assert isinstance(row.payload, dict)
         assert row.payload["timestamp"] == "2026-08-01T12:00:00.000Z"
         assert json.dumps(row.payload["sessionId"]) == "null"

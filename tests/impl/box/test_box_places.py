@@ -49,13 +49,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def send_and_wait(box: Box, text: str, *photos: bytes) -> str:
     """Send through the box, wait for the echo's turn to end; the session id."""
     images = tuple(Attachment("image/png", photo) for photo in photos)
-    with box.session.subscribe() as events:
+    with box._session.subscribe() as events:
         outcome = await box.send(SendRequest(message=text, images=images))
         assert isinstance(outcome, TurnStarted), outcome
         async for event in events:
             if isinstance(event, Done):
                 break
-    session_id = box.session.session_id
+    session_id = box.session_id
     assert session_id is not None
     return session_id
 

@@ -52,7 +52,7 @@ async def test_a_send_cancelled_while_it_commits_is_kept_and_its_retry_deduplica
 ) -> None:
     async with Box.open(tmp_path / "box", projects_root=tmp_path / "projects") as box:
         committing, may_commit = threading.Event(), threading.Event()
-        write = box.database.write
+        write = box._database.write
 
         async def held_write(change: Callable[[sqlite3.Connection], T]) -> T:
             def held(connection: sqlite3.Connection) -> T:
@@ -62,7 +62,7 @@ async def test_a_send_cancelled_while_it_commits_is_kept_and_its_retry_deduplica
 
             return await write(held)
 
-        monkeypatch.setattr(box.database, "write", held_write)
+        monkeypatch.setattr(box._database, "write", held_write)
         outcome: list[Any] = []
         async with anyio.create_task_group() as tasks:
 

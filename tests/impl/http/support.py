@@ -154,9 +154,7 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> None
 async def wait_idle(box: Box) -> None:
     """Until the chat has a session, no turn in flight and nothing queued."""
     await wait_until(
-        lambda: (
-            box.session.session_id is not None and not box.session.busy and not box.session.queue
-        )
+        lambda: box.session_id is not None and not box._session.busy and not box._session.queue
     )
 
 

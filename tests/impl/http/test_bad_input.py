@@ -35,7 +35,9 @@ SEND = "/api/chat/send"
 
 
 async def _bus_rows(box: Box) -> int:
-    row = await box.database.read(lambda c: c.execute("SELECT count(*) FROM bus_events").fetchone())
+    row = await box._database.read(
+        lambda c: c.execute("SELECT count(*) FROM bus_events").fetchone()
+    )
     return int(row[0])
 
 
@@ -559,8 +561,8 @@ async def test_a_request_cut_short_is_not_run(tmp_path: Path, cut: str) -> None:
     async with served_box(tmp_path) as (box, client, _):
         sent = await client.call("POST", "/api/chat/send", json_body={"message": "keep me"})
         assert sent.status == 200
-        await wait_until(lambda: box.session.session_id is not None)
-        session_id = box.session.session_id
+        await wait_until(lambda: box.session_id is not None)
+        session_id = box.session_id
 
         def send_cut() -> bytes:
             with socket.create_connection((client.host, client.port), timeout=5) as sock:
@@ -572,4 +574,4 @@ async def test_a_request_cut_short_is_not_run(tmp_path: Path, cut: str) -> None:
         answer = await anyio.to_thread.run_sync(send_cut)
         assert answer == b"", "no answer to a request that never arrived whole"
         # And it was not run: a reset would have forgotten the session.
-        assert box.session.session_id == session_id
+        assert box.session_id == session_id

@@ -56,7 +56,7 @@ async def test_text_and_photo_replay_with_the_photo_served_back(tmp_path: Path) 
         assert "dataBase64" not in image
         assert PHOTO_BASE64 not in history.body.decode()
         ref = image["imageRef"]
-        assert ref == f"{box.session.session_id}/{photo_entry['uuid']}/0"
+        assert ref == f"{box.session_id}/{photo_entry['uuid']}/0"
 
         media = await client.call("GET", f"/api/session-media/{ref}")
         assert media.status == 200
@@ -70,7 +70,7 @@ async def test_text_and_photo_replay_with_the_photo_served_back(tmp_path: Path) 
         assert head.body == b""
         assert head.headers["content-length"] == str(len(PHOTO_BYTES))
 
-        missing = await client.call("GET", f"/api/session-media/{box.session.session_id}/nope/0")
+        missing = await client.call("GET", f"/api/session-media/{box.session_id}/nope/0")
         assert (missing.status, missing.json()) == (404, {"error": "Not found"})
         beyond = await client.call("GET", f"/api/session-media/{ref[:-1]}1")
         assert beyond.status == 404
@@ -84,12 +84,12 @@ async def test_a_send_while_busy_is_queued_and_reaches_the_next_turn(tmp_path: P
     async with served_box(tmp_path, engine=engine) as (box, client, _):
         first = await client.call("POST", "/api/chat/send", json_body={"message": "first"})
         assert set(first.json()) == {"turnId"}
-        await wait_until(lambda: box.session.busy and len(engine.turns) == 1)
+        await wait_until(lambda: box._session.busy and len(engine.turns) == 1)
         second = await client.call("POST", "/api/chat/send", json_body={"message": "second"})
         third = await client.call("POST", "/api/chat/send", json_body={"message": "third"})
         assert second.json() == {"queued": True}
         assert third.json() == {"queued": True}
-        assert box.session.queue == ("second", "third")
+        assert box._session.queue == ("second", "third")
         engine.release()
         # The queue drains as the next turn, texts joined.
         await wait_until(lambda: len(engine.turns) == 2)
@@ -109,7 +109,7 @@ async def test_one_clients_queued_sends_reach_the_next_turn_in_their_order(
     engine = GatedEngine(EchoEngine(tmp_path / "projects", fixed_clock()))
     async with served_box(tmp_path, engine=engine) as (box, client, _):
         await client.call("POST", "/api/chat/send", json_body={"message": "first"})
-        await wait_until(lambda: box.session.busy and len(engine.turns) == 1)
+        await wait_until(lambda: box._session.busy and len(engine.turns) == 1)
         texts = [f"queued {number}" for number in range(40)]
 
         def send_in_turn() -> list[Any]:
@@ -142,7 +142,7 @@ async def test_bootstrap_right_after_a_send_to_a_new_chat_shows_it_pending(
         assert pending["uuid"].startswith("accepted-")
         assert pending["content"] == [{"type": "text", "text": "new chat?"}]
         assert pending["reconcileKnownUuids"] == []
-        assert box.session.session_id is None
+        assert box.session_id is None
 
 
 async def test_events_arrive_in_order(tmp_path: Path) -> None:
@@ -282,7 +282,7 @@ async def test_fifty_concurrent_sends_of_one_message_id_make_one_row_and_one_tur
             for _ in range(50):
                 group.start_soon(send)
         await wait_idle(box)
-        rows = await box.database.read(
+        rows = await box._database.read(
             lambda c: c.execute("SELECT payload FROM bus_events").fetchall()
         )
         assert len(rows) == 1
@@ -310,7 +310,7 @@ async def test_stop_restart_reset(tmp_path: Path) -> None:
     async with served_box(tmp_path) as (box, client, _):
         await client.call("POST", "/api/chat/send", json_body={"message": "hi"})
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         restarted = await client.call("POST", "/api/chat/restart")
         assert restarted.status == 200
         assert restarted.json()["ok"] is True
@@ -319,7 +319,7 @@ async def test_stop_restart_reset(tmp_path: Path) -> None:
         assert stopped.json()["status"]["running"] is False
         reset = await client.call("POST", "/api/chat/reset")
         assert reset.status == 200
-        assert box.session.session_id is None
+        assert box.session_id is None
         assert session_id is not None
         extra = await client.call("POST", "/api/chat/stop", json_body={"now": True})
         assert (extra.status, extra.json()) == (400, {"error": 'unexpected field "now"'})
@@ -343,9 +343,9 @@ async def test_half_a_surrogate_pair_is_refused_in_a_send_and_answered_from_a_tr
         hello = await client.call("POST", "/api/chat/send", json_body={"message": "hi"})
         assert hello.status == 200
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
-        path = box.history_service.transcript_path(session_id)
+        path = box._history_service.transcript_path(session_id)
         line = path.read_text(encoding="utf-8").splitlines()[0]
         with path.open("a", encoding="utf-8") as transcript:
             transcript.write(
@@ -389,7 +389,7 @@ async def test_a_send_recorded_but_not_handed_over_is_500_and_stays_pending(
             raise anyio.ClosedResourceError
 
         # The chat closing under the send: the record is made, the hand-over fails.
-        monkeypatch.setattr(box.session, "send_or_enqueue", closed)
+        monkeypatch.setattr(box._session, "send_or_enqueue", closed)
         answer = await client.call("POST", "/api/chat/send", json_body={"message": "kept"})
         assert answer.status == 500
         assert set(answer.json()) == {"error"}

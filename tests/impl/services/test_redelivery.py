@@ -116,7 +116,7 @@ async def test_what_the_transcript_holds_is_not_sent_again(tmp_path: Path) -> No
     async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
         assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
         clock.advance(timedelta(seconds=1))
         assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
@@ -141,7 +141,7 @@ async def test_a_redelivered_send_that_reaches_the_transcript_is_owed_no_more(
     # This time the engine writes it down.
     await open_and_settle(tmp_path / "box", EchoEngine(projects, clock.now), clock, projects)
     async with Box.open(tmp_path / "box", clock=clock, projects_root=projects) as box:
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
         entries = (await box.history(session_id, TailSlice(50)))["entries"]
         user_texts = [
@@ -170,13 +170,13 @@ async def record_and_queue(box: Box, text: str, clock: ManualClock) -> None:
     """A send recorded and queued as the send service does, its turn never run here:
     what a drained turn's rows look like when the box died before deleting them."""
     payload: JsonObject = {
-        "sessionId": box.session.session_id,
+        "sessionId": box.session_id,
         "message": text,
         "user": None,
         "timestamp": to_iso_timestamp(clock.now()),
     }
-    await box.acceptance.record_user_message(payload, message_id=None, now=clock.now())
-    await box.database.chat_queue.append(text)
+    await box._acceptance.record_user_message(payload, message_id=None, now=clock.now())
+    await box._database.chat_queue.append(text)
 
 
 async def leave_queued_rows(
@@ -205,13 +205,13 @@ async def test_queue_rows_the_transcript_already_holds_are_not_sent_again(
         tmp_path,
         clock,
         ["drained", "twice\n\nover"],
-        lambda box: box.session.send("drained\n\ntwice\n\nover"),
+        lambda box: box._session.send("drained\n\ntwice\n\nover"),
     )
     projects = tmp_path / "projects"
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
     async with opened(tmp_path, ScriptedEngine(start_mode="accept"), clock, projects) as box:
-        assert await box.database.chat_queue.load() == []
+        assert await box._database.chat_queue.load() == []
 
 
 async def test_a_queue_row_is_kept_unless_its_very_text_is_in_the_transcript(
@@ -265,9 +265,9 @@ async def test_a_turn_that_ended_with_its_result_is_owed_no_more_whatever_the_tr
     async with opened(tmp_path, engine, clock, tmp_path) as box:
         await start_turn(box, engine, SendRequest("answered"))
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
-        await wait_until(lambda: not box.session.busy)
+        await wait_until(lambda: not box._session.busy)
         await start_turn(box, engine, SendRequest("lost in flight"))
-        marked = [row.row_id for row in await box.acceptance.undelivered_messages()]
+        marked = [row.row_id for row in await box._acceptance.undelivered_messages()]
         assert len(marked) == 1
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, tmp_path) == ["lost in flight"]
@@ -280,10 +280,10 @@ async def test_a_box_unmarks_what_it_found_delivered_or_no_longer_owed(tmp_path:
         # Delivered, but no later send recorded the news before the box went down.
         assert isinstance(await box.send(SendRequest("delivered")), TurnStarted)
         await wait_idle(box)
-        assert len(await box.acceptance.undelivered_messages()) == 1
+        assert len(await box._acceptance.undelivered_messages()) == 1
     await open_and_settle(tmp_path / "box", ScriptedEngine(start_mode="accept"), clock, projects)
     async with opened(tmp_path, ScriptedEngine(start_mode="accept"), clock, projects) as box:
-        assert await box.acceptance.undelivered_messages() == []
+        assert await box._acceptance.undelivered_messages() == []
 
 
 class _SecondSendFails(ScriptedEngine):
@@ -315,17 +315,17 @@ async def test_a_send_a_dying_run_refused_is_unmarked_by_the_fresh_runs_result(
     async with opened(tmp_path, engine, clock, tmp_path) as box:
         await start_turn(box, engine, SendRequest("first"))
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-1"))
-        await wait_until(lambda: not box.session.busy)
+        await wait_until(lambda: not box._session.busy)
         # The open run fails the send: the session closes it (rule 8), and the text,
         # queued, rides the fresh run that close starts.
         assert await box.send(SendRequest("refused")) == Queued()
         await wait_until(lambda: len(engine.runs) == 2 and engine.runs[1].sent == ["refused"])
         await engine.last_run.emit(result_message(session_id="s-1", uuid="r-2"))
         # Its queue row goes first, then the ledger hears of the turn's end.
-        await wait_until(lambda: box.acceptance.deliveries.delivered_waiting == 1)
+        await wait_until(lambda: box._acceptance.deliveries.delivered_waiting == 1)
         # The next send's transaction records it ("first" went with "refused"'s own).
         await start_turn(box, engine, SendRequest("last"))
-        marked = await box.acceptance.undelivered_messages()
+        marked = await box._acceptance.undelivered_messages()
         assert [row.payload["message"] for row in marked] == ["last"]  # type: ignore[index, call-overload]
 
 

@@ -62,7 +62,7 @@ def loop_gone(function: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) ->
 
 
 async def _bus_messages(box: Box) -> list[object]:
-    rows = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 100)
+    rows = await box._acceptance.recent_events(CHAT_USER_MESSAGE, 100)
     return [row.payload["message"] for row in rows if isinstance(row.payload, dict)]
 
 
@@ -72,13 +72,13 @@ async def test_a_send_is_recorded_in_the_calling_thread_and_handed_over(
     engine = ScriptedEngine(start_mode="accept")
     async with _box_with_portal(tmp_path, engine) as (box, portal):
         recorded_in: list[int] = []
-        record = box.acceptance.record_user_message_blocking
+        record = box._acceptance.record_user_message_blocking
 
         def record_here(*args: Any, **kwargs: Any) -> Any:
             recorded_in.append(threading.get_ident())
             return record(*args, **kwargs)
 
-        box.acceptance.record_user_message_blocking = record_here  # type: ignore[method-assign]
+        box._acceptance.record_user_message_blocking = record_here  # type: ignore[method-assign]
 
         def send() -> tuple[int, SendOutcome]:
             outcome = box.send_from_thread(SendRequest("hello", "m-1"), portal.call)
@@ -95,16 +95,16 @@ async def test_a_send_is_recorded_in_the_calling_thread_and_handed_over(
 async def test_duplicates_in_threads_and_on_the_loop_share_one_answer(tmp_path: Path) -> None:
     engine = ScriptedEngine(start_mode="accept")
     async with _box_with_portal(tmp_path, engine) as (box, portal):
-        service = box.send_service
+        service = box._send_service
         recording, release = threading.Event(), threading.Event()
-        record = box.acceptance.record_user_message_blocking
+        record = box._acceptance.record_user_message_blocking
 
         def held_record(*args: Any, **kwargs: Any) -> Any:
             recording.set()
             release.wait(10)
             return record(*args, **kwargs)
 
-        box.acceptance.record_user_message_blocking = held_record  # type: ignore[method-assign]
+        box._acceptance.record_user_message_blocking = held_record  # type: ignore[method-assign]
         duplicates: list[object] = []
         claim = service._claim_in_flight
 
@@ -161,7 +161,7 @@ async def test_many_duplicates_on_the_loop_hold_no_worker_threads(tmp_path: Path
         # The turn in flight never ends: the first was queued, and so heard the rest.
         assert set(answers) <= {Queued(), Deduplicated()}
         assert Queued() in answers
-        assert box.session.queue == ("busy",)
+        assert box._session.queue == ("busy",)
 
 
 async def test_a_photo_send_from_a_thread_reaches_the_engine(tmp_path: Path) -> None:
@@ -206,7 +206,7 @@ async def _from_a_thread(box: Box, portal: BlockingPortal, request: SendRequest)
 
 
 async def _queue_texts(box: Box) -> list[str]:
-    return [row.text for row in await box.database.chat_queue.load()]
+    return [row.text for row in await box._database.chat_queue.load()]
 
 
 async def _wait_for_an_empty_queue(box: Box) -> None:
@@ -235,12 +235,12 @@ async def test_a_send_the_session_will_queue_is_queued_by_its_record(
         first = await _from_a_thread(box, portal, SendRequest("first"))
         assert isinstance(first, TurnStarted)
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
-        assert box.session.queues_sends
+        assert box._session.queues_sends
         second = await _from_a_thread(box, portal, SendRequest("second"))
         assert second == Queued()
         # Answered once recorded; the hand-over follows on the loop.
-        await wait_until(lambda: box.session.queue == ("second",))
-        (row,) = await box.database.chat_queue.load()
+        await wait_until(lambda: box._session.queue == ("second",))
+        (row,) = await box._database.chat_queue.load()
         assert row.text == "second"
         assert queue_writes == []
         await engine.runs[0].emit(result_message(session_id="s-1", uuid="r-1"))
@@ -274,7 +274,7 @@ async def test_a_stale_reading_costs_a_row_the_turn_then_deletes(
 
 async def _queued_and_its_start_failed(box: Box, portal: BlockingPortal, text: str) -> StartFailed:
     """Send ``text`` from a thread (answered queued) to a chat whose start fails."""
-    with box.session.subscribe() as events:
+    with box._session.subscribe() as events:
         assert await _from_a_thread(box, portal, SendRequest(text)) == Queued()
         failed = await events.receive()
     assert isinstance(failed, StartFailed)
@@ -290,7 +290,7 @@ async def test_a_send_answered_queued_whose_start_fails_stays_queued(
     async with _box_reading_busy(tmp_path, engine, monkeypatch) as (box, portal):
         failed = await _queued_and_its_start_failed(box, portal, "kept")
         assert failed.failed_text is None
-        assert box.session.queue == ("kept",)
+        assert box._session.queue == ("kept",)
         assert await _queue_texts(box) == ["kept"]
 
 
@@ -318,13 +318,13 @@ async def test_a_send_to_an_idle_chat_with_texts_waiting_goes_behind_them(
     async with _box_with_portal(tmp_path, engine) as (box, portal):
         await _busy(box, engine)
         assert await _from_a_thread(box, portal, SendRequest("waiting")) == Queued()
-        await wait_until(lambda: box.session.queue == ("waiting",))
-        events = box.session.subscribe()
+        await wait_until(lambda: box._session.queue == ("waiting",))
+        events = box._session.subscribe()
         engine.start_mode = "fail"
         await engine.last_run.end()
         assert isinstance(await events.receive(), Closed)
         assert isinstance(await events.receive(), StartFailed)
-        assert box.session.queue == ("waiting",)
+        assert box._session.queue == ("waiting",)
         engine.start_mode = "accept"
         assert await _from_a_thread(box, portal, SendRequest("newer")) == Queued()
         await wait_until(lambda: len(engine.runs) == 2 and bool(engine.runs[1].sent))
@@ -395,7 +395,7 @@ async def test_a_queued_send_is_answered_without_waiting_for_the_loop(tmp_path: 
         assert crossings.waits_for_the_loop == 0
         # On disk before the answer; handed over once the loop is free again.
         assert await _queue_texts(box) == ["second"]
-        await wait_until(lambda: box.session.queue == ("second",))
+        await wait_until(lambda: box._session.queue == ("second",))
 
 
 async def test_past_the_bound_a_queued_send_waits_for_its_hand_over_in_order(
@@ -411,7 +411,7 @@ async def test_past_the_bound_a_queued_send_waits_for_its_hand_over_in_order(
         await anyio.to_thread.run_sync(third.join)
         assert answers == [Queued(), Queued()]
         # In the order they were answered.
-        assert box.session.queue == ("second", "third")
+        assert box._session.queue == ("second", "third")
 
 
 class _LoopGone:
@@ -430,7 +430,7 @@ async def _sent_as_the_loop_goes(
     box: Box, monkeypatch: pytest.MonkeyPatch, *, refusing: bool
 ) -> SendOutcome:
     """A queued send from a thread, the box's loop gone (`_LoopGone`)."""
-    monkeypatch.setattr(box.send_service, "_loop", _LoopGone(refusing=refusing))
+    monkeypatch.setattr(box._send_service, "_loop", _LoopGone(refusing=refusing))
     return await anyio.to_thread.run_sync(
         box.send_from_thread, SendRequest("second", "m-2"), loop_gone
     )
@@ -445,7 +445,7 @@ async def test_a_queued_send_whose_hand_over_never_came_is_sent_once_after_a_res
         # The box goes before the loop runs the hand-over its thread started.
         outcome = await _sent_as_the_loop_goes(box, monkeypatch, refusing=False)
         assert outcome == Queued()
-        assert box.session.queue == ()
+        assert box._session.queue == ()
         assert await _queue_texts(box) == ["second"]
     again = ScriptedEngine(start_mode="accept")
     async with Box.open(tmp_path / "box", engine=again, projects_root=tmp_path):

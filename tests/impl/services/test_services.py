@@ -79,7 +79,7 @@ async def test_unavailable_and_resumable_with_baselined_pending(tmp_path: Path) 
         await wait_idle(box)
         boot = await box.bootstrap(window=TAIL)
         assert boot["kind"] == "resumable"
-        assert boot["sessionId"] == box.session.session_id
+        assert boot["sessionId"] == box.session_id
         history = boot["history"]
         assert history is not None
         # "first" was recorded before the session had an id: not this session's pending.
@@ -130,7 +130,7 @@ async def test_in_flight_duplicates_share_the_answer_and_later_ones_dedup(tmp_pa
         assert engine.runs[0].sent == ["once"]
         # Busy now (the scripted turn never ends): the next send is queued.
         assert await box.send(SendRequest("later")) == Queued()
-        assert box.session.queue == ("later",)
+        assert box._session.queue == ("later",)
 
 
 def test_markers_are_the_boxs_alone() -> None:
@@ -175,15 +175,15 @@ async def test_each_turn_is_indexed_so_a_reopened_box_reads_without_a_pass(
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
         await box.send(SendRequest("first"))
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
         await box.send(SendRequest("second"))
         await wait_idle(box)
-        path = box.history_service.transcript_path(session_id)
+        path = box._history_service.transcript_path(session_id)
         # The indexer follows the turn's end; wait for it to have read the whole file.
         await wait_until(
             lambda: (
-                (index := box.history_service.cache.cached(path)) is not None
+                (index := box._history_service.cache.cached(path)) is not None
                 and index.identity.size == path.stat().st_size
             )
         )
@@ -215,9 +215,9 @@ async def test_a_box_indexes_its_chat_at_start_when_no_index_is_shelved(
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
         await box.send(SendRequest("first"))
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
-        path = box.history_service.transcript_path(session_id)
+        path = box._history_service.transcript_path(session_id)
     # The shelf is gone (a box new to this chat): the index is built at start. (It may
     # never have been written: a box that closes before its indexing pass after a
     # turn has nothing to shelve.)
@@ -233,7 +233,7 @@ async def test_a_box_indexes_its_chat_at_start_when_no_index_is_shelved(
 
     monkeypatch.setattr(index_module, "build_index", counting_build)
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
-        await wait_until(lambda: box.history_service.cache.cached(path) is not None)
+        await wait_until(lambda: box._history_service.cache.cached(path) is not None)
         assert builds == [path]
         # The first request reads through it.
         history = await box.history(session_id, TAIL)
@@ -252,7 +252,7 @@ async def test_the_first_finished_turn_makes_the_husk_and_boot_stamps_old_ones(
     async with Box.open(box_root, engine=engine, clock=clock, projects_root=projects) as box:
         await box.send(SendRequest("<typed>Plan the canoe trip to Keene</typed>"))
         await wait_idle(box)
-        session_id = box.session.session_id
+        session_id = box.session_id
         assert session_id is not None
         await wait_until(lambda: find_husk_for_session(box.root, session_id) is not None)
         husk_path = find_husk_for_session(box.root, session_id)
@@ -281,7 +281,7 @@ def photos(mib: float) -> tuple[Attachment, ...]:
 
 
 async def bus_messages(box: Box) -> list[str]:
-    rows = await box.acceptance.recent_events(CHAT_USER_MESSAGE, 100)
+    rows = await box._acceptance.recent_events(CHAT_USER_MESSAGE, 100)
     return [str(row.payload["message"]) for row in rows if isinstance(row.payload, dict)]
 
 
