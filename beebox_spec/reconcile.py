@@ -373,6 +373,8 @@ def read_accepted_messages(
     now: datetime,
     viewer_email: str | None,
     history: Sequence[HistoryMarker],
+    *,
+    settled_through: int = 0,
 ) -> list[PendingMessage]:
     """The messages the box accepted for `session_id` and may still owe, oldest first (§2.2).
 
@@ -381,11 +383,15 @@ def read_accepted_messages(
     newest `ACCEPTED_SCAN_LIMIT` count). Each becomes an entry by
     `accepted_message`, or is left out. Nothing here decides whether the
     transcript already holds the message: the client does (`reconcile_pending`).
+    **(ours)** A row at or before `settled_through` — the bus row of the chat's
+    last deliberate stop or reset — is owed no more: the stop dropped what it had
+    not delivered, on purpose, and a page must not show it as on its way.
     """
     # Only the newest ACCEPTED_SCAN_LIMIT rows count (the caller reads no more than that).
     found = (
         accepted_message(row, session_id, now, viewer_email, history)
         for row in rows[-ACCEPTED_SCAN_LIMIT:]
+        if row["id"] > settled_through
     )
     return [entry for entry in found if entry is not None]
 

@@ -28,7 +28,7 @@ from typing import Literal, TypedDict
 from beebox_impl.services.history import ChatHistoryService, HistorySlice
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
-from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, AcceptanceStore
+from beebox_impl.store.acceptance import CHAT_SETTLED, CHAT_USER_MESSAGE, AcceptanceStore
 from beebox_spec.entries import PendingMessage, SessionHistory
 from beebox_spec.permissions import PermissionRequest
 from beebox_spec.reconcile import (
@@ -98,9 +98,15 @@ class ChatBootstrapService:
     ) -> list[PendingMessage]:
         """The sends accepted for ``session_id`` that may still be owed (§2.2)."""
         rows = await self._acceptance.recent_events(CHAT_USER_MESSAGE, ACCEPTED_SCAN_LIMIT)
+        settles = await self._acceptance.recent_events(CHAT_SETTLED, 1)
         accepted = [accepted_row_from_bus(row.row_id, row.payload) for row in rows]
         return read_accepted_messages(
-            accepted, session_id, self._clock.now(), viewer_email, history
+            accepted,
+            session_id,
+            self._clock.now(),
+            viewer_email,
+            history,
+            settled_through=settles[-1].row_id if settles else 0,
         )
 
     async def bootstrap(

@@ -895,3 +895,16 @@ def test_merge_accepted_vectors(case: Any) -> None:
         case["input"]["pendingMessages"], case["input"]["accepted"]
     )
     assert uuids(merged) == case["expect"]
+
+
+def test_a_stop_settles_every_send_before_it() -> None:
+    # (ours) The rows up to the last stop's or reset's own row are owed no more.
+    rows = [row(1), row(2), row(4)]
+    assert uuids(read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=3)) == [
+        "accepted-4"
+    ]
+    assert uuids(read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=0)) == [
+        "accepted-1",
+        "accepted-2",
+        "accepted-4",
+    ]

@@ -31,6 +31,7 @@ from beebox_impl.services.send import (
 from beebox_impl.session.clock import ManualClock
 from beebox_impl.store.acceptance import CHAT_USER_MESSAGE, Attachment
 from beebox_impl.transcript import TailSlice, TranscriptIndex
+from beebox_spec.entries import PendingMessage
 from beebox_spec.reconcile import ACCEPTED_WINDOW, reconcile_pending
 from tests.impl.http.support import wait_idle, wait_until
 
@@ -324,3 +325,26 @@ async def test_a_starting_runs_first_turn_counts_as_waiting(tmp_path: Path) -> N
         (first,) = engine.runs[0].sent
         assert isinstance(first, list)
         assert [block["type"] for block in first] == ["image", "image", "text"]
+
+
+async def test_what_a_stop_dropped_is_not_pending(tmp_path: Path) -> None:
+    # The stop cleared the queue on purpose: a page opened after it must not show the
+    # dropped message as on its way (it would wait ten minutes for it).
+    engine = ScriptedEngine(start_mode="accept")
+    async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
+        assert isinstance(await box.send(SendRequest("first")), TurnStarted)
+        await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
+        assert await box.send(SendRequest("queued then dropped", "m-2")) == Queued()
+        texts = [entry["content"][0].get("text") for entry in await pending_of(box)]
+        assert "queued then dropped" in texts
+        await box.stop()
+        assert await pending_of(box) == []
+        # A send after the stop is pending as ever.
+        await box.send(SendRequest("after the stop", "m-3"))
+        assert [entry["content"][0].get("text") for entry in await pending_of(box)] == [
+            "after the stop"
+        ]
+
+
+async def pending_of(box: Box) -> list[PendingMessage]:
+    return (await box.bootstrap(window=TAIL))["pending"]
