@@ -55,7 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from beebox_impl.transcript.index import FileIdentity, build_index
+from beebox_impl.files import FileIdentity
+from beebox_impl.transcript.index import build_index
 
 MIX = (("send", 2), ("history", 4), ("media", 3), ("bootstrap", 1))
 # Over the strip mark once base64-encoded (256 KiB a line): served back by reference.
@@ -386,7 +387,7 @@ def _chat_index_figures(projects: Path, sizes_at_start: dict[Path, int]) -> dict
     size = 0
     for path in _transcript_sizes(projects):
         with path.open("rb") as file:
-            identity = FileIdentity.of_open_file(path, file)
+            identity = FileIdentity.of_open_file(file)
             assert identity is not None
             tracemalloc.start()
             before = tracemalloc.get_traced_memory()[0]

@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from beebox_impl.files import FileIdentity
 from beebox_impl.review.cards import CardFormatError, HuskCard, iter_husk_paths, read_husk
 from beebox_impl.review.origin import MachineOrigin
 from beebox_impl.review.store import (
     CachedHusk,
     CachedTranscript,
     DiscoveryCache,
-    FileIdentity,
     GrowthMark,
     journal_span_id,
 )

@@ -40,6 +40,7 @@ from typing import Final
 
 import anyio
 
+from beebox_impl.files import FileIdentity
 from beebox_impl.review.apply import apply_review
 from beebox_impl.review.cards import (
     FIELD_EVIDENCE,
@@ -66,7 +67,6 @@ from beebox_impl.review.store import (
     CachedHusk,
     CachedTranscript,
     DiscoveryCache,
-    FileIdentity,
     GrowthMark,
     ReviewStateFile,
     journal_span_id,

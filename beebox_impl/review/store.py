@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beebox_impl.atomic import write_atomic
+from beebox_impl.files import FileIdentity
 from beebox_impl.review.paths import discovery_cache_path, state_path
 from beebox_spec.javascript import js_json_stringify, js_property_order
 from beebox_spec.journal import (
@@ -51,7 +51,6 @@ __all__ = [
     "CachedHusk",
     "CachedTranscript",
     "DiscoveryCache",
-    "FileIdentity",
     "GrowthMark",
     "ReviewStateFile",
     "ReviewStateText",
@@ -141,32 +140,6 @@ def journal_span_id(session: SessionReviewState) -> str | None:
     """The span id the session's journal entry records, None when there is none."""
     applied = session["applied"].get(METADATA_CONSUMER)
     return applied["spanId"] if applied is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class FileIdentity:
-    """Which file, as it was: device, inode, size and modification time (ns)."""
-
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, status: os.stat_result) -> FileIdentity:
-        """The identity a `stat` result names."""
-        return cls(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-
-    def as_json(self) -> list[int]:
-        """The identity as the cache stores it."""
-        return [self.device, self.inode, self.size, self.mtime_ns]
-
-    @classmethod
-    def from_json(cls, value: Any) -> FileIdentity | None:
-        """An identity read back from the cache (None when it is not one)."""
-        if isinstance(value, list) and len(value) == 4 and all(type(item) is int for item in value):
-            return cls(value[0], value[1], value[2], value[3])
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,9 +294,7 @@ class DiscoveryCache:
         cached = self._transcripts.get(name)
         if cached is None or cached.growth is None or cached.journal != journal:
             return None
-        before = cached.identity
-        same_file = (before.device, before.inode) == (identity.device, identity.inode)
-        return cached if same_file and identity.size > cached.growth.end else None
+        return cached if identity.grew_past(cached.identity, cached.growth.end) else None
 
     def remember_husk(self, name: str, husk: CachedHusk) -> None:
         """Record a husk's fields; a changed husk forgets its transcript facts."""

@@ -58,7 +58,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -67,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
+from beebox_impl.files import FileIdentity
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.lines import (
     DEFAULT_BLOCK_BYTES,
@@ -90,7 +90,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SHELVE_EVERY_BYTES",
-    "FileIdentity",
     "OpaqueLine",
     "StrippedLine",
     "StrippedLines",
@@ -159,31 +158,6 @@ def interpret_line(
         return None, None
     media_session_id = session_id if record.media_stripped else None
     return entry_from_record(parsed, media_session_id), parsed
-
-
-@dataclass(frozen=True, slots=True)
-class FileIdentity:
-    """Which file, as it was: the index's key."""
-
-    path: str
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of_open_file(cls, path: Path, file: BinaryIO) -> FileIdentity | None:
-        """The identity of an open file, or None when it is not a regular file."""
-        status = os.fstat(file.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return None
-        path_text = os.fspath(path)
-        return cls(path_text, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-
-    def may_have_grown_from(self, older: FileIdentity) -> bool:
-        """The same file, longer: perhaps appended to (the fingerprint decides)."""
-        same_file = (self.path, self.device, self.inode) == (older.path, older.device, older.inode)
-        return same_file and self.size > older.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +367,7 @@ class TranscriptIndex:
     """
 
     identity: FileIdentity
+    path: str
     line_offsets: ChunkedIntArray
     line_lengths: ChunkedIntArray
     entry_lines: ChunkedIntArray
@@ -559,10 +534,16 @@ class _IndexBuilder:
         return answered
 
     def build(
-        self, identity: FileIdentity, fingerprint: bytes, scanned_from: int, photos: PhotoMode
+        self,
+        path: str,
+        identity: FileIdentity,
+        fingerprint: bytes,
+        scanned_from: int,
+        photos: PhotoMode,
     ) -> TranscriptIndex:
         return TranscriptIndex(
             identity=identity,
+            path=path,
             line_offsets=self.line_offsets,
             line_lengths=self.line_lengths,
             entry_lines=self.entry_lines,
@@ -637,7 +618,9 @@ def build_index(
         photos=photos,
     ):
         builder.add(record, session_id, sink)
-    index = builder.build(identity, _fingerprint(file, builder.committed_end), start, photos)
+    index = builder.build(
+        os.fspath(path), identity, _fingerprint(file, builder.committed_end), start, photos
+    )
     _log.debug(
         "indexed %s: %d lines (%d read from byte %d), %d entries, %d unparsable lines skipped",
         path,
@@ -736,10 +719,10 @@ class TranscriptIndexCache:
         rebuild: bool,
         build: bool,
     ) -> TranscriptIndex | None:
-        identity = FileIdentity.of_open_file(path, file)
+        identity = FileIdentity.of_open_file(file)
         if identity is None:
             return None
-        key = identity.path
+        key = os.fspath(path)
         with self._lock:
             cached = None if rebuild else self._indexes.get(key)
             if cached is not None:
@@ -760,7 +743,7 @@ class TranscriptIndexCache:
         # Appended to only if the bytes before the old last line's end are unchanged.
         appended = (
             cached is not None
-            and identity.may_have_grown_from(cached.identity)
+            and identity.grew_past(cached.identity, cached.identity.size)
             and _fingerprint(file, cached.committed_end) == cached.fingerprint
         )
         base = cached if appended else None

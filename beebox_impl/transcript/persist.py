@@ -47,9 +47,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.files import FileIdentity
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
-    FileIdentity,
     OpaqueLine,
     StrippedLines,
     ToolResultLinks,
@@ -118,7 +118,7 @@ class IndexShelf:
             _log.debug("shelved index %s ignored: %s", shelved, error)
             return None
         # A digest collision, or a file copied from elsewhere.
-        if index.identity.path != path_text:
+        if index.path != path_text:
             return None
         return index
 
@@ -150,7 +150,7 @@ class IndexShelf:
 
     def save(self, index: TranscriptIndex) -> None:
         """Shelve `index` (replacing any earlier one for its path); failures are logged."""
-        target = self._file_for(index.identity.path)
+        target = self._file_for(index.path)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             descriptor, temporary = tempfile.mkstemp(
@@ -165,7 +165,7 @@ class IndexShelf:
                 raise
         except OSError as error:
             # A cache that cannot be written costs the next process a pass, nothing more.
-            _log.warning("could not shelve the index of %s: %s", index.identity.path, error)
+            _log.warning("could not shelve the index of %s: %s", index.path, error)
 
 
 def _arrays(index: TranscriptIndex) -> list[ChunkedIntArray]:
@@ -181,13 +181,7 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
     header = {
         "rules": RULES_VERSION,
         "photos": index.photos,
-        "identity": [
-            index.identity.path,
-            index.identity.device,
-            index.identity.inode,
-            index.identity.size,
-            index.identity.mtime_ns,
-        ],
+        "identity": [index.path, *index.identity.as_json()],
         "arrays": [len(values) for values in arrays],
         "opaque": [
             [
@@ -247,7 +241,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
         if photos not in PHOTO_MODES:
             raise _Malformed(f"photo mode {photos!r}")
         path_text, device, inode, size, mtime_ns = header["identity"]
-        identity = FileIdentity(str(path_text), device, inode, size, mtime_ns)
+        identity = FileIdentity(device, inode, size, mtime_ns)
         counts = [int(count) for count in header["arrays"]]
         if len(counts) != _ARRAY_COUNT:
             raise _Malformed(f"{len(counts)} arrays, not {_ARRAY_COUNT}")
@@ -314,6 +308,7 @@ def _decode(stored: bytes) -> TranscriptIndex:
         raise _Malformed("inconsistent counts")
     return TranscriptIndex(
         identity=identity,
+        path=str(path_text),
         line_offsets=line_offsets,
         line_lengths=line_lengths,
         entry_lines=entry_lines,

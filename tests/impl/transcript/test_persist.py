@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import beebox_impl.transcript.index as index_module
+from beebox_impl.files import FileIdentity
 from beebox_impl.transcript import (
     IndexShelf,
     PageSlice,
@@ -27,7 +28,6 @@ from beebox_impl.transcript import (
 )
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
-    FileIdentity,
     StrippedLine,
     StrippedLines,
     TranscriptIndex,
@@ -228,7 +228,7 @@ def test_an_index_is_extended_only_in_its_own_photo_mode(tmp_path: Path) -> None
     path = tmp_path / "chat.jsonl"
     write_chat(path)
     with path.open("rb", buffering=0) as file:
-        identity = FileIdentity.of_open_file(path, file)
+        identity = FileIdentity.of_open_file(file)
         assert identity is not None
         base = build_index(path, file, identity, photos="original")
         with pytest.raises(ValueError, match="'original' in 'refs'"):
@@ -280,7 +280,7 @@ def test_uuid_keys_are_the_same_in_every_process() -> None:
 
 def _shelved_again(shelf: IndexShelf, index: TranscriptIndex) -> TranscriptIndex:
     shelf.save(index)
-    loaded = shelf.load(Path(index.identity.path))
+    loaded = shelf.load(Path(index.path))
     assert loaded is not None
     return loaded
 
