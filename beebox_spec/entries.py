@@ -19,7 +19,7 @@ produce entries live in `beebox_spec.transcript` (the read) and
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict, TypeGuard
 
 __all__ = [
     "IMAGE_NOT_DISPLAYED",
@@ -32,6 +32,7 @@ __all__ = [
     "SessionEntry",
     "SessionHistory",
     "entry_text",
+    "is_json_object",
 ]
 
 # A value as `json.loads` returns it. Transcript lines are read into this shape and
@@ -102,3 +103,8 @@ def entry_text(entry: SessionEntry) -> str:
     return "".join(
         block.get("text", "") for block in entry["content"] if block.get("type") == "text"
     )
+
+
+def is_json_object(value: JsonValue) -> TypeGuard[JsonObject]:
+    """True when the value is a JSON object (the narrowing every reader of a line starts with)."""
+    return isinstance(value, dict)

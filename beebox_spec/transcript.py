@@ -574,7 +574,7 @@ def is_plumbing_message(text: str) -> bool:
 
     Read on the JavaScript-trimmed text: exactly "Tool loaded.", or anything that
     starts "Todos have been modified". The history read (§2.4 entries) and chat
-    review's real user turns (§4.2, `beebox_spec.review`) share this one rule.
+    review's real user turns (§4.2, `beebox_spec.review.turns`) share this one rule.
 
     The two strings are not in the spec sources: they are the original's code,
     `cli/lib/session-text.ts` `plumbingPatterns` (`/^Tool loaded\\.$/` and

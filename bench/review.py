@@ -275,7 +275,7 @@ def _child(op: str, box: Path, extra: list[str]) -> dict[str, Any]:
         # What the spec's journal asks of every review of a grown transcript: its
         # prefix hash covers every entry from the top, each rendered, so each
         # line is parsed, made an entry and rendered (`beebox_spec`, plainly).
-        from beebox_spec.journal import prefix_hash  # noqa: PLC0415 - after sys.path
+        from beebox_spec.review.journal import prefix_hash  # noqa: PLC0415 - after sys.path
         from beebox_spec.transcript import entry_from_record  # noqa: PLC0415 - after sys.path
 
         hashed = 0

@@ -19,11 +19,11 @@ from typing import Literal, Protocol, TypedDict
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.store.protocols import QueueStore, SessionIdStore
 from beebox_spec.entries import JsonValue, PendingMessage, SessionContentBlock, SessionEntry
-from beebox_spec.journal import JournalBoundary, ResolvedSpan
 from beebox_spec.lifecycle import Phase
 from beebox_spec.media import ExtractResult, LineLookup, MediaEntryRef, MediaRef
 from beebox_spec.reconcile import ReconcileResult
-from beebox_spec.review import TitleOwner
+from beebox_spec.review.husk import TitleOwner
+from beebox_spec.review.journal import JournalBoundary, ResolvedSpan
 
 __all__ = [
     "ChatSessionFactory",
@@ -102,7 +102,7 @@ class Reconciler(Protocol):
 
 
 class SpanJournal(Protocol):
-    """The review's span journal rules (`beebox_spec.journal` is one)."""
+    """The review's span journal rules (`beebox_spec.review.journal` is one)."""
 
     def prefix_hash(self, entries: Sequence[SessionEntry], end_index: int, /) -> str: ...
 
@@ -112,7 +112,7 @@ class SpanJournal(Protocol):
 
 
 class ReviewRules(Protocol):
-    """The review's text rules (`beebox_spec.review` is one)."""
+    """The review's text rules (`conformance.targets.spec_review.SpecReviewRules` is one)."""
 
     def elide_middle(self, text: str, max_chars: int, /) -> str: ...
 

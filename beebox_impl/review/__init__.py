@@ -1,7 +1,7 @@
 """Chat review: the nightly pass that titles and summarises sessions into their husks.
 
 `spec-sources/chat-review.md` and `original-facts.md` §4, built on the rules of
-`beebox_spec.review` and `beebox_spec.journal` (each rule lives there, once):
+`beebox_spec.review`'s modules (each rule lives there, once):
 
 - `cards`: husk cards — YAML front matter edited field by field, the body never
   touched; `ensure_chat_husk`; origin stamping;

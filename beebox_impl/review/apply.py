@@ -20,8 +20,9 @@ from beebox_impl.review.cards import (
     StampedCard,
     update_card,
 )
-from beebox_spec.journal import SessionReviewState
-from beebox_spec.review import HuskWritePlan, ReviewOutput, plan_husk_write, resolve_title_owner
+from beebox_spec.review.husk import HuskWritePlan, plan_husk_write, resolve_title_owner
+from beebox_spec.review.journal import SessionReviewState
+from beebox_spec.review.reviewer import ReviewOutput
 
 __all__ = ["apply_review"]
 

@@ -47,7 +47,7 @@ from beebox_impl.atomic import write_atomic
 from beebox_impl.review.origin import MachineOrigin
 from beebox_impl.review.paths import HUSK_SUFFIX, LOCK_DIR, husk_dir
 from beebox_spec.errors import BeeboxError
-from beebox_spec.review import read_husk_field
+from beebox_spec.review.husk import read_husk_field
 
 __all__ = [
     "FIELD_CONTAINS",

@@ -58,7 +58,7 @@ from beebox_impl.review.run import (
     run_chat_review,
 )
 from beebox_impl.transcript.location import transcript_roots
-from beebox_spec.review import QUIESCENCE, REVIEW_CHAR_THRESHOLD, SkipReason
+from beebox_spec.review.qualification import QUIESCENCE, REVIEW_CHAR_THRESHOLD, SkipReason
 
 __all__ = ["add_review_commands", "add_review_options", "run_review_command"]
 

@@ -1,15 +1,16 @@
 """Discovery: which husks' sessions have enough unread material to review (§4.2).
 
 Husk-first: the corpus is `_content/chat/web/*.chat.card`; a session without a
-husk is out of scope. Per husk, the gates of `beebox_spec.review.DISCOVERY_GATES`
-decide, in their order, with facts gathered only as far as needed:
+husk is out of scope. Per husk, the gates of
+`beebox_spec.review.qualification.DISCOVERY_GATES` decide, in their order, with facts
+gathered only as far as needed:
 
 1. the husk's fields (session, origin) — from the discovery cache when the husk
    file is unchanged, else read;
 2. a stat of the transcript (missing, or modified within the last 30 minutes);
 3. only then a walk of the transcript (`beebox_impl.review.walk`): real user
    turns over every line, and the unread span resolved against the journal, its
-   size measured as `beebox_spec.journal.span_size` — or, when neither the
+   size measured as `beebox_spec.review.journal.span_size` — or, when neither the
    transcript nor the session's journal entry changed since the last walk, the
    cached result of that walk, reading no transcript byte; or, when the
    transcript is the same file grown longer (same inode, and every byte up to
@@ -69,10 +70,9 @@ from beebox_impl.transcript.location import (
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.errors import InvalidArgument
-from beebox_spec.journal import METADATA_CONSUMER, ReviewState, session_state
-from beebox_spec.review import (
+from beebox_spec.review.journal import METADATA_CONSUMER, ReviewState, session_state
+from beebox_spec.review.qualification import (
     QUIESCENCE,
-    RENDERED_ENTRY_SEPARATOR,
     REVIEW_CHAR_THRESHOLD,
     REVIEW_MIN_USER_TURNS,
     DiscoveryFacts,
@@ -80,9 +80,9 @@ from beebox_spec.review import (
     SkipReason,
     first_skip_reason,
     order_for_review,
-    render_entries,
     snippet_title_from,
 )
+from beebox_spec.review.rendering import RENDERED_ENTRY_SEPARATOR, render_entries
 
 __all__ = [
     "Discovery",
@@ -134,7 +134,7 @@ def mtime_of(status: os.stat_result) -> datetime:
 
 
 def quiescence_judged_at(now: datetime, *, include_active: bool) -> datetime:
-    """The instant the quiescence gate (`beebox_spec.review.is_quiescent`) is judged at.
+    """The instant `beebox_spec.review.qualification.is_quiescent` is judged at.
 
     ``now``; with ``include_active`` (``bbx chat review … --now``), `QUIESCENCE`
     later: the spec's own gate, given that instant, then passes every transcript
@@ -359,7 +359,7 @@ def prefix_digest(path: Path, end: int, resume: WalkResume | None) -> bytes | No
 
 
 def span_measure(entries: list[SessionEntry]) -> tuple[int, int]:
-    """`beebox_spec.journal.span_size` of a span of `entries`, and how many of them
+    """`beebox_spec.review.journal.span_size` of a span of `entries`, and how many of them
     rendered to something: the rendered entries, joined by the separator."""
     lengths = [len(rendered) for entry in entries if (rendered := render_entries([entry]))]
     if not lengths:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from beebox_spec.review import content_hash
+from beebox_spec.review.husk import content_hash
 
 __all__ = ["ORIGIN_ENV", "MachineOrigin", "local_origin"]
 

@@ -1,8 +1,8 @@
 """Where chat review keeps things in a box (DESIGN.md §3).
 
 Husk cards are the corpus (`_content/chat/web/*.chat.card`); the span journal is
-`beebox_spec.journal.STATE_FILE`; beside it sits a cache of what discovery last
-learned of each husk (a cache: deleting it costs one slow `status`, nothing
+`beebox_spec.review.journal.STATE_FILE`; beside it sits a cache of what discovery
+last learned of each husk (a cache: deleting it costs one slow `status`, nothing
 else); lock files for lock groups live under `.beebox/locks/`.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from beebox_spec.journal import STATE_FILE
+from beebox_spec.review.journal import STATE_FILE
 
 __all__ = [
     "DISCOVERY_CACHE_FILE",

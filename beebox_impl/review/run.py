@@ -82,7 +82,7 @@ from beebox_impl.review.walk import (
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
 from beebox_spec.errors import InvalidArgument
 from beebox_spec.javascript import to_iso_timestamp
-from beebox_spec.journal import (
+from beebox_spec.review.journal import (
     METADATA_CONSUMER,
     AppliedSpan,
     ReviewState,
@@ -99,15 +99,9 @@ from beebox_spec.journal import (
     state_after_write,
     with_session,
 )
-from beebox_spec.review import (
-    QualifiedSession,
-    ReviewArgs,
-    ReviewOutput,
-    SkipReason,
-    is_quiescent,
-    reviewer_span_text,
-    validate_review_output,
-)
+from beebox_spec.review.qualification import QualifiedSession, SkipReason, is_quiescent
+from beebox_spec.review.rendering import reviewer_span_text
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput, validate_review_output
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",

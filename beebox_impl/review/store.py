@@ -36,15 +36,15 @@ from beebox_impl.atomic import write_atomic
 from beebox_impl.files import FileIdentity
 from beebox_impl.review.paths import discovery_cache_path, state_path
 from beebox_spec.javascript import js_json_stringify, js_property_order
-from beebox_spec.journal import (
+from beebox_spec.review.journal import (
     METADATA_CONSUMER,
+    BootstrapReason,
     ReviewState,
     SessionReviewState,
     StateLoad,
     parse_review_state,
     session_state_json,
 )
-from beebox_spec.review import BootstrapReason
 
 __all__ = [
     "CACHE_VERSION",
@@ -64,7 +64,7 @@ CACHE_VERSION = 2
 
 
 class ReviewStateText:
-    """`beebox_spec.journal.serialize_review_state`, remembering each session's text.
+    """`beebox_spec.review.journal.serialize_review_state`, remembering each session's text.
 
     ``serialize_review_state`` is ``JSON.stringify({lastRunAt, sessions}, null, 2)``:
     each session's entry sits at one depth (two gaps) inside ``sessions``, so its

@@ -1,7 +1,7 @@
 """The span walk: the unread part of a transcript, in one page of memory (§4.3).
 
-`beebox_spec.journal.resolve_span` states the rule over a list of every entry.
-Here the same answer comes from a walk over a *stream* of entries from the top:
+`beebox_spec.review.journal.resolve_span` states the rule over a list of every
+entry. Here the same answer comes from a walk over a *stream* of entries from the top:
 
 - the prefix hash is folded entry by entry (`PrefixHasher`: SHA-256 over the
   same parts `prefix_hash` joins), so nothing before the boundary is kept;
@@ -44,15 +44,10 @@ from beebox_impl.transcript.index import interpret_line
 from beebox_impl.transcript.lines import scan_line_records
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonObject, SessionEntry, SessionHistory
 from beebox_spec.errors import InvariantError
-from beebox_spec.journal import JournalBoundary, ResolvedSpan
-from beebox_spec.review import (
-    FIRST_MESSAGE_WINDOW,
-    BootstrapReason,
-    first_message_snippet,
-    first_real_user_snippet,
-    real_user_turn_text,
-    render_entries,
-)
+from beebox_spec.review.journal import BootstrapReason, JournalBoundary, ResolvedSpan
+from beebox_spec.review.rendering import render_entries
+from beebox_spec.review.snippets import FIRST_MESSAGE_WINDOW, first_message_snippet
+from beebox_spec.review.turns import first_real_user_snippet, real_user_turn_text
 
 __all__ = [
     "BoundaryMark",
@@ -75,7 +70,7 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 class PrefixHasher:
-    """`beebox_spec.journal.prefix_hash`, folded one entry at a time.
+    """`beebox_spec.review.journal.prefix_hash`, folded one entry at a time.
 
     The spec hashes ``"\\n".join(uuid + "\\u0000" + render_entries([entry]))``;
     feeding the same parts with the same separators to one SHA-256 gives the
@@ -145,7 +140,7 @@ def resolve_span_walk(
     resume: tuple[BoundaryMark[T], EntryStream[T]] | None = None,
     drain: bool = False,
 ) -> SpanWalk[T]:
-    """`beebox_spec.journal.resolve_span` over a stream opened by `open_entries`.
+    """`beebox_spec.review.journal.resolve_span` over a stream opened by `open_entries`.
 
     `resume` is a boundary mark for `applied` and the stream of the entries
     after it (the caller has proven the prefix unchanged). `drain` reads the

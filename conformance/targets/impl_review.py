@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from beebox_impl.review.walk import PrefixHasher, entries_from_pages, resolve_span_walk
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry, SessionHistory
-from beebox_spec.journal import JournalBoundary, ResolvedSpan
+from beebox_spec.review.journal import JournalBoundary, ResolvedSpan
 from conformance.targets import HandlerTable
 from conformance.targets.spec_review import HANDLERS as SPEC_REVIEW
 
@@ -29,8 +29,8 @@ _PAGE_ENTRIES: Final = 2
 class PagedSpanJournal:
     """The journal rules as the implementation computes them: folded, paged, streamed.
 
-    Shaped like `beebox_spec.journal` (`prefix_hash`, `resolve_span`), so a check
-    written against the spec module takes this object too.
+    Shaped like `beebox_spec.review.journal` (`prefix_hash`, `resolve_span`), so a
+    check written against the spec module takes this object too.
     """
 
     def __init__(self, page_entries: int = _PAGE_ENTRIES) -> None:

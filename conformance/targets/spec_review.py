@@ -2,7 +2,7 @@
 
 `journal_handlers` answers the `journal/*` kinds with any `SpanJournal`, and
 `review_rule_handlers` the `review/*` kinds with any `ReviewRules`; the spec
-target's `HANDLERS` are those of `beebox_spec.journal` and `beebox_spec.review`.
+target's `HANDLERS` are those of `beebox_spec.review.journal` and `SpecReviewRules`.
 The vectors' camelCase keys are the spec's own TypedDict keys.
 """
 
@@ -11,14 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import beebox_spec.journal
-import beebox_spec.review
 from beebox_spec.entries import MAX_SESSION_ENTRIES
-from beebox_spec.review import MAX_RENDERED_CHARS, TitleOwner
+from beebox_spec.review import husk, journal, leak_scan, rendering
+from beebox_spec.review.husk import TitleOwner
+from beebox_spec.review.rendering import MAX_RENDERED_CHARS
 from conformance.protocols import ReviewRules, SpanJournal
 from conformance.targets import HandlerTable
 
-__all__ = ["HANDLERS", "journal_handlers", "review_rule_handlers"]
+__all__ = ["HANDLERS", "SpecReviewRules", "journal_handlers", "review_rule_handlers"]
+
+
+class SpecReviewRules:
+    """The spec's `ReviewRules`, each rule taken from the module that states it."""
+
+    elide_middle = staticmethod(rendering.elide_middle)
+    resolve_title_owner = staticmethod(husk.resolve_title_owner)
+    has_credential = staticmethod(leak_scan.has_credential)
 
 
 def journal_handlers(make_journal: Callable[[], SpanJournal]) -> HandlerTable:
@@ -64,6 +72,6 @@ def review_rule_handlers(make_rules: Callable[[], ReviewRules]) -> HandlerTable:
 
 
 HANDLERS: HandlerTable = {
-    **journal_handlers(lambda: beebox_spec.journal),
-    **review_rule_handlers(lambda: beebox_spec.review),
+    **journal_handlers(lambda: journal),
+    **review_rule_handlers(SpecReviewRules),
 }

@@ -20,11 +20,10 @@ import anyio
 import pytest
 from anyio.lowlevel import checkpoint
 
-import beebox_spec.journal
 import beebox_spec.lifecycle
 import beebox_spec.media
 import beebox_spec.reconcile
-import beebox_spec.review
+import beebox_spec.review.journal
 import conformance
 from beebox_impl.engine import EchoEngine, Engine, Run, ScriptedEngine, StartOptions, TurnContent
 from beebox_impl.session import ChatSession, ChatThreadSession, PendingTurn, ThreadRun
@@ -35,10 +34,10 @@ from beebox_spec.entries import (
     SessionContentBlock,
     SessionEntry,
 )
-from beebox_spec.journal import JournalBoundary, ResolvedSpan
 from beebox_spec.lifecycle import Phase
 from beebox_spec.media import LineLookup, MediaEntryRef, MediaRef
 from beebox_spec.reconcile import ReconcileResult
+from beebox_spec.review.journal import JournalBoundary, ResolvedSpan
 from conformance import (
     ConformanceFailure,
     check_chat_session,
@@ -55,6 +54,7 @@ from conformance import (
 from conformance.engine_contract import CONTRACT_SOURCE, ENGINE_CONTRACT
 from conformance.runner import PACKAGED_VECTORS
 from conformance.targets.impl import ImplTranscriptReader
+from conformance.targets.spec_review import SpecReviewRules
 from tests.mutants.chat_mutants import StopDrainsTheQueue
 
 VECTORS = PACKAGED_VECTORS
@@ -97,8 +97,8 @@ def test_the_spec_modules_pass_every_pure_check() -> None:
     check_media_refs(lambda: beebox_spec.media)
     check_content_transform(lambda: beebox_spec.media)
     check_reconcile(lambda: beebox_spec.reconcile)
-    check_journal(lambda: beebox_spec.journal)
-    check_review_rules(lambda: beebox_spec.review)
+    check_journal(lambda: beebox_spec.review.journal)
+    check_review_rules(SpecReviewRules)
     check_lifecycle(lambda: beebox_spec.lifecycle)
 
 
@@ -242,7 +242,7 @@ class IgnoresTextEdits:
     """Checks the boundary's identity but not its prefix: text edited before it goes unseen."""
 
     def prefix_hash(self, entries: Sequence[SessionEntry], end_index: int, /) -> str:
-        return beebox_spec.journal.prefix_hash(entries, end_index)
+        return beebox_spec.review.journal.prefix_hash(entries, end_index)
 
     def resolve_span(
         self, entries: Sequence[SessionEntry], applied: JournalBoundary | None, limit: int, /
@@ -252,7 +252,7 @@ class IgnoresTextEdits:
             # The bug: whatever the prefix hashes to now is taken as what was applied.
             boundary = uuids.index(applied["endUuid"])
             applied = {**applied, "prefixHash": self.prefix_hash(entries, boundary)}
-        return beebox_spec.journal.resolve_span(entries, applied, limit)
+        return beebox_spec.review.journal.resolve_span(entries, applied, limit)
 
 
 def test_a_journal_that_ignores_text_edits_fails_check_journal() -> None:
@@ -271,26 +271,11 @@ def test_a_journal_that_ignores_text_edits_fails_check_journal() -> None:
     )
 
 
-class MissesGitHubTokens:
+class MissesGitHubTokens(SpecReviewRules):
     """The leak scan lets GitHub tokens through."""
 
-    def elide_middle(self, text: str, max_chars: int, /) -> str:
-        return beebox_spec.review.elide_middle(text, max_chars)
-
-    def resolve_title_owner(
-        self,
-        stored_owner: beebox_spec.review.TitleOwner,
-        stored_hash: str | None,
-        live_title: str | None,
-        snippet_title: str | None,
-        /,
-    ) -> beebox_spec.review.TitleOwner:
-        return beebox_spec.review.resolve_title_owner(
-            stored_owner, stored_hash, live_title, snippet_title
-        )
-
     def has_credential(self, text: str, /) -> bool:
-        return "gh" not in text and beebox_spec.review.has_credential(text)
+        return "gh" not in text and SpecReviewRules.has_credential(text)
 
 
 def test_a_leak_scan_that_misses_a_shape_fails_check_review_rules() -> None:

@@ -24,7 +24,7 @@ import pytest
 from beebox_impl import atomic
 from beebox_impl.review.cards import FIELD_REVIEW_SPAN, read_card
 from beebox_impl.review.store import ReviewStateFile
-from beebox_spec.journal import METADATA_CONSUMER
+from beebox_spec.review.journal import METADATA_CONSUMER
 from tests.impl.review.boxes import ReviewBox, conversation
 
 SESSIONS = 3

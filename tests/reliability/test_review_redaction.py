@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from beebox_impl.review.reviewers import reviewer_by_name
-from beebox_spec.review import REDACTED_CREDENTIAL
+from beebox_spec.review.leak_scan import REDACTED_CREDENTIAL
 from tests.impl.review.boxes import FILLER, ReviewBox, Role, conversation
 
 # One of each shape (assembled here so no scanner flags this file).

@@ -1,4 +1,4 @@
-"""`beebox_spec.journal`: hashes, span resolution, the state file, the per-session decisions."""
+"""`beebox_spec.review.journal`: hashes, span resolution, the state file, decisions."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from beebox_spec.entries import EntryType, JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError
 from beebox_spec.javascript import to_iso_timestamp
-from beebox_spec.journal import (
+from beebox_spec.review.husk import HuskWritePlan, TitleOwner, content_hash, plan_husk_write
+from beebox_spec.review.journal import (
     MAX_REVIEW_ATTEMPTS,
     METADATA_CONSUMER,
     AppliedSpan,
@@ -25,7 +26,6 @@ from beebox_spec.journal import (
     SessionAction,
     SessionReviewState,
     applied_span_for,
-    content_hash,
     fresh_review_state,
     fresh_session_state,
     is_exhausted,
@@ -46,13 +46,7 @@ from beebox_spec.journal import (
     state_after_write,
     with_session,
 )
-from beebox_spec.review import (
-    HuskWritePlan,
-    TitleOwner,
-    elide_middle,
-    plan_husk_write,
-    render_entries,
-)
+from beebox_spec.review.rendering import elide_middle, render_entries
 
 T_USER = "2026-07-28T03:00:00Z"
 NOW_ISO = "2026-07-28T04:00:00.000Z"

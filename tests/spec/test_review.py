@@ -14,44 +14,56 @@ from hypothesis import strategies as st
 from beebox_spec.entries import JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError, Rejection
 from beebox_spec.javascript import JS_WHITESPACE
-from beebox_spec.review import (
-    DISCOVERY_GATES,
-    MAX_RENDERED_CHARS,
+from beebox_spec.review.husk import (
+    TitleOwner,
+    content_hash,
+    plan_husk_write,
+    read_husk_field,
+    resolve_title_owner,
+)
+from beebox_spec.review.leak_scan import (
     REDACTED_CREDENTIAL,
-    REVIEWER_SYSTEM_PROMPT,
+    has_credential,
+    mask_data_uris,
+    redact_credentials,
+    scan_credentials,
+)
+from beebox_spec.review.qualification import (
+    DISCOVERY_GATES,
     DiscoveryFacts,
     QualifiedSession,
+    SkipReason,
+    claims_session,
+    first_skip_reason,
+    is_quiescent,
+    order_for_review,
+    snippet_title_from,
+)
+from beebox_spec.review.rendering import (
+    MAX_RENDERED_CHARS,
+    elide_middle,
+    render_entries,
+    reviewer_span_text,
+)
+from beebox_spec.review.reviewer import (
+    REVIEWER_SYSTEM_PROMPT,
     ReviewArgs,
     ReviewOutput,
     ReviewOutputRejection,
-    SkipReason,
-    TitleOwner,
     build_user_prompt,
-    claims_session,
-    content_hash,
-    count_real_user_turns,
-    elide_middle,
+    render_account,
+    validate_review_output,
+)
+from beebox_spec.review.snippets import (
     extract_snippet,
     first_message_snippet,
-    first_real_user_snippet,
-    first_skip_reason,
-    has_credential,
-    is_pure_self_note,
-    is_quiescent,
-    mask_data_uris,
-    order_for_review,
-    plan_husk_write,
-    read_husk_field,
-    real_user_turn_text,
-    redact_credentials,
-    render_account,
-    render_entries,
-    resolve_title_owner,
-    reviewer_span_text,
-    scan_credentials,
-    snippet_title_from,
     strip_speech_wrappers,
-    validate_review_output,
+)
+from beebox_spec.review.turns import (
+    count_real_user_turns,
+    first_real_user_snippet,
+    is_pure_self_note,
+    real_user_turn_text,
 )
 
 T_USER = "2026-07-28T03:00:00Z"

@@ -44,13 +44,13 @@ from difflib import SequenceMatcher
 from typing import Final
 
 from beebox_spec.javascript import js_trim
-from beebox_spec.review import (
+from beebox_spec.review.leak_scan import REDACTED_CREDENTIAL
+from beebox_spec.review.rendering import RENDERED_ENTRY_SEPARATOR
+from beebox_spec.review.reviewer import (
     CONTAINS_MAX,
     NOTE_KINDS,
     NOTE_MAX,
     NOTES_MAX,
-    REDACTED_CREDENTIAL,
-    RENDERED_ENTRY_SEPARATOR,
     TITLE_MAX,
     NoteKind,
     ReviewArgs,

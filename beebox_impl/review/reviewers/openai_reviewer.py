@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from beebox_impl.review.reviewers.protocol import ReviewerFailure, ReviewerUnavailable
 from beebox_impl.review.reviewers.remote import outbound_prompt, read_model_reply
-from beebox_spec.review import ReviewArgs, ReviewOutput
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput
 
 __all__ = ["BASE_URL_ENV", "DEFAULT_OPENAI_MODEL", "OpenAIReviewer"]
 

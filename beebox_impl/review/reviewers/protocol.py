@@ -1,7 +1,7 @@
 """The one reviewer protocol, its failures, and how a reviewer is chosen by name (§4.5).
 
-A reviewer reads `beebox_spec.review.ReviewArgs` — the session's current title
-and account, and the span as rendered, elided and redacted — and returns the
+A reviewer reads `beebox_spec.review.reviewer.ReviewArgs` — the session's current
+title and account, and the span as rendered, elided and redacted — and returns the
 full updated `ReviewOutput`. A failure of any kind (network, provider, a reply
 that is not the §4.5 schema) raises `ReviewerFailure`: the run counts it and
 tries the span again next night, up to `MAX_REVIEW_ATTEMPTS`.
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Final, Protocol
 
 from beebox_spec.errors import BeeboxError
-from beebox_spec.review import ReviewArgs, ReviewOutput
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput
 
 __all__ = [
     "DEFAULT_REVIEWER",

@@ -20,7 +20,8 @@ from typing import Final
 
 from beebox_impl.review.reviewers.protocol import ReviewerFailure
 from beebox_spec.javascript import UnparsableJson, parse_json_text
-from beebox_spec.review import (
+from beebox_spec.review.leak_scan import redact_credentials
+from beebox_spec.review.reviewer import (
     CONTAINS_MAX,
     NOTE_KINDS,
     NOTE_MAX,
@@ -31,7 +32,6 @@ from beebox_spec.review import (
     ReviewOutput,
     ReviewOutputRejection,
     build_user_prompt,
-    redact_credentials,
     validate_review_output,
 )
 

@@ -25,8 +25,8 @@ from beebox_impl.review.run import ReviewPlan, RunSummary, plan_review, run_chat
 from beebox_impl.review.store import ReviewStateFile
 from beebox_impl.review.walk import first_message_title
 from beebox_impl.transcript.location import transcript_path
-from beebox_spec.journal import ReviewState
-from beebox_spec.review import ReviewArgs, ReviewOutput
+from beebox_spec.review.journal import ReviewState
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput
 
 NOW = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 HERE = MachineOrigin("origin-here", "laptop")

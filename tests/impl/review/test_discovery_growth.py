@@ -18,7 +18,7 @@ from beebox_impl.review.discovery import span_measure
 from beebox_impl.review.run import ReviewPlan
 from beebox_impl.review.store import CachedTranscript, DiscoveryCache
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
-from beebox_spec.journal import span_size
+from beebox_spec.review.journal import span_size
 from tests.impl.review.boxes import ReviewBox, Session, conversation
 
 

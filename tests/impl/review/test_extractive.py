@@ -26,12 +26,12 @@ from beebox_impl.review.reviewers.extractive import parse_rendered_span
 from beebox_impl.review.walk import first_message_title
 from beebox_impl.transcript.location import transcript_path
 from beebox_spec.entries import SessionEntry
-from beebox_spec.review import (
-    REDACTED_CREDENTIAL,
+from beebox_spec.review.leak_scan import REDACTED_CREDENTIAL
+from beebox_spec.review.rendering import render_entries
+from beebox_spec.review.reviewer import (
     ReviewArgs,
     ReviewOutput,
     render_account,
-    render_entries,
     validate_review_output,
 )
 from tests.impl.review.boxes import FILLER, ReviewBox, Session

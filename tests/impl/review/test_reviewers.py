@@ -20,12 +20,8 @@ import pytest
 
 from beebox_impl.review.reviewers import ReviewerFailure, ReviewerUnavailable, reviewer_by_name
 from beebox_impl.review.reviewers.remote import outbound_prompt, read_model_reply
-from beebox_spec.review import (
-    REDACTED_CREDENTIAL,
-    ReviewArgs,
-    ReviewOutput,
-    has_credential,
-)
+from beebox_spec.review.leak_scan import REDACTED_CREDENTIAL, has_credential
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput
 
 KEY = "sk-" + "proj-" + "Zx9" * 10
 

@@ -24,8 +24,10 @@ from beebox_impl.review.lock import REVIEW_LOCK_GROUP, LockHeldError, hold_lock_
 from beebox_impl.review.reviewers import ExtractiveReviewer, ReviewerFailure
 from beebox_impl.review.run import RunSummary, review_chat_sessions, run_chat_review
 from beebox_impl.review.store import ReviewStateFile
-from beebox_spec.journal import METADATA_CONSUMER
-from beebox_spec.review import QualifiedSession, ReviewArgs, ReviewOutput, content_hash
+from beebox_spec.review.husk import content_hash
+from beebox_spec.review.journal import METADATA_CONSUMER
+from beebox_spec.review.qualification import QualifiedSession
+from beebox_spec.review.reviewer import ReviewArgs, ReviewOutput
 from tests.impl.review.boxes import (
     ELSEWHERE,
     FILLER,

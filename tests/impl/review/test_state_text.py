@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from beebox_impl.review import store
 from beebox_impl.review.store import ReviewStateText
-from beebox_spec import journal
 from beebox_spec.entries import JsonObject
-from beebox_spec.journal import (
+from beebox_spec.review import journal
+from beebox_spec.review.journal import (
     ReviewState,
     SessionReviewState,
     fresh_review_state,

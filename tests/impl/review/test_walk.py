@@ -1,4 +1,4 @@
-"""The streaming span walk equals `beebox_spec.journal.resolve_span` (§4.3).
+"""The streaming span walk equals `beebox_spec.review.journal.resolve_span` (§4.3).
 
 On generated entry lists against journals of every kind (none, a real boundary,
 a boundary whose prefix changed, a boundary that is gone, an empty uuid), on
@@ -25,8 +25,8 @@ from beebox_impl.review.walk import (
     resolve_span_walk,
 )
 from beebox_spec.entries import SessionEntry, SessionHistory
-from beebox_spec.journal import JournalBoundary, prefix_hash, resolve_span
-from beebox_spec.review import count_real_user_turns, first_real_user_snippet
+from beebox_spec.review.journal import JournalBoundary, prefix_hash, resolve_span
+from beebox_spec.review.turns import count_real_user_turns, first_real_user_snippet
 from beebox_spec.transcript import entries_from_lines, split_transcript_lines
 from tests.impl.review.boxes import compact, line_for
 

@@ -17,12 +17,13 @@ index, because transcripts are rewritten under us (auto-compaction,
 
 The rules, top to bottom:
 
-1. **Hashes.** `content_hash` is the first 16 hex digits of SHA-256 over the
-   UTF-8 text. `prefix_hash(entries, i)` hashes, for entries 0..i, the parts
-   `uuid + "\\u0000" + render_entries([entry])` joined by "\\n": identity AND
-   rendered content, so an in-place text edit is seen too (and an edit that
-   does not change the rendering, such as a tool result, is not). A span id is
-   the content hash of session id, end uuid and prefix hash joined by "\\n".
+1. **Hashes.** `content_hash` (`beebox_spec.review.husk`) is the first 16 hex
+   digits of SHA-256 over the UTF-8 text. `prefix_hash(entries, i)` hashes, for
+   entries 0..i, the parts `uuid + "\\u0000" + render_entries([entry])` joined
+   by "\\n": identity AND rendered content, so an in-place text edit is seen too
+   (and an edit that does not change the rendering, such as a tool result, is
+   not). A span id is the content hash of session id, end uuid and prefix hash
+   joined by "\\n".
 2. **Resolving the span** (`resolve_span`). With no journal, or a journal whose
    `endUuid` is "" (a missing uuid is no identity), the span is a *bootstrap*:
    the first `limit` entries. Otherwise the first entry whose uuid is the
@@ -74,14 +75,8 @@ from beebox_spec.javascript import (
     js_json_stringify,
     parse_json_text,
 )
-from beebox_spec.review import (
-    BootstrapReason,
-    HuskWritePlan,
-    TitleOwner,
-    content_hash,
-    render_entries,
-    resolve_title_owner,
-)
+from beebox_spec.review.husk import HuskWritePlan, TitleOwner, content_hash, resolve_title_owner
+from beebox_spec.review.rendering import render_entries
 
 __all__ = [
     "MAX_REVIEW_ATTEMPTS",
@@ -97,7 +92,6 @@ __all__ = [
     "StateLoad",
     "StateProblem",
     "applied_span_for",
-    "content_hash",
     "fresh_review_state",
     "fresh_session_state",
     "is_exhausted",
@@ -132,6 +126,9 @@ STATE_FILE: Final = ".beebox/chat-review/state.json"
 # ---------------------------------------------------------------------------
 # Shapes (the state file's JSON keys)
 # ---------------------------------------------------------------------------
+
+# §4.3: why a span is read from the top instead of continuing the journal.
+BootstrapReason = Literal["no-journal", "boundary-missing", "prefix-rewritten"]
 
 
 class JournalBoundary(TypedDict):
