@@ -24,21 +24,15 @@ from beebox_impl.cli import DEFAULT_TAIL
 from beebox_impl.cli_common import EXIT_FAILED, EXIT_USAGE, box_refusal, fail
 from beebox_impl.layout import state_dir
 from beebox_impl.settings import InvalidBoxSettings, load_box_settings
-from beebox_impl.transcript import (
-    IndexShelf,
-    MediaFound,
-    PageSlice,
-    TailSlice,
-    TranscriptIndexCache,
-    fetch_media,
-    read_history,
-)
+from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
+from beebox_impl.transcript.index import TranscriptIndexCache
 from beebox_impl.transcript.location import (
     InvalidSessionId,
     encode_project_dir,
     locate_transcript_named,
     transcript_roots,
 )
+from beebox_impl.transcript.persist import IndexShelf
 from beebox_spec.entries import SessionContentBlock, SessionEntry, SessionHistory
 from beebox_spec.media import MalformedMediaRef, parse_media_ref
 from beebox_spec.transcript import InvalidHistorySlice
@@ -176,6 +170,9 @@ def _block_text(block: SessionContentBlock) -> str:
 
 
 def _chat_media(args: argparse.Namespace) -> int:
+    # Imported here: the photo fetch is this command's alone.
+    from beebox_impl.transcript.media import MediaFound, fetch_media  # noqa: PLC0415
+
     try:
         ref = parse_media_ref(args.ref)
         path = _transcript_of(args.box)(ref["sessionId"])
