@@ -25,6 +25,9 @@ TEST_EXTRAS = ("test", "claude", "anthropic", "openai")
 # The browser the chat page's tests drive: Debian's package, never a downloaded build.
 CHROMIUM = "/usr/bin/chromium"
 
+# The peer `bench/peers.py` measures `bbx` against, at the version the figures name.
+PEER = "claude-code-log==1.7.0"
+
 
 def install(session: nox.Session, *extras: str) -> None:
     """Install the project (editable) with ``extras`` into the session's virtualenv."""
@@ -119,12 +122,15 @@ def bench(session: nox.Session) -> None:
     """The benchmarks, each figure beside a baseline measured in the same run (long)."""
     # The Claude benchmark runs the CLI the claude extra bundles.
     install(session, "claude")
+    # The transcript viewer bench/peers.py measures bbx against: the benchmark's alone.
+    session.install(PEER)
     session.run("python", "bench/transcripts.py", *session.posargs)
     session.run("python", "bench/sessions.py", *session.posargs)
     session.run("python", "bench/box_http.py", *session.posargs)
     session.run("python", "bench/review.py", *session.posargs)
     session.run("python", "bench/claude.py", *session.posargs)
     session.run("python", "bench/permissions.py", *session.posargs)
+    session.run("python", "bench/peers.py", *session.posargs)
 
 
 @nox.session
