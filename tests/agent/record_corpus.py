@@ -14,6 +14,9 @@ against the Messages API double, and keeps what it wrote under
 - ``stream.ndjson`` — every line the CLI printed on stdout for a short session
   driven directly over ``--input-format stream-json``: the raw messages the
   engine's SDK parses (text, photo, tool, thinking and failed turns);
+- ``stream-partial.ndjson`` — the same with ``--include-partial-messages``, as
+  the engine runs it: the ``stream_event`` messages of a text turn and of a turn
+  of thinking, text and a tool call, around their complete messages;
 - ``README.md`` — the CLI and SDK versions, and how the files were made.
 
 The CLI's own prompt text (the system prompt, skill and agent listings it copies
@@ -159,6 +162,28 @@ def record_stream(claude: OfflineClaude, api: MessagesApiDouble, cwd: Path) -> l
         "write a file",
         "and now a key the API refuses",
     ]
+    return drive_cli(claude, cwd, turns)
+
+
+def record_partial_stream(claude: OfflineClaude, api: MessagesApiDouble, cwd: Path) -> list[str]:
+    """Every stdout line of the CLI asked for partial messages, as the engine asks."""
+    note = cwd / "partial-note.txt"
+    api.script(
+        Reply.text("Hi from the stream, in words."),
+        Reply(
+            (
+                Thinking("A note."),
+                Text("Let me write."),
+                ToolUse("Write", {"file_path": str(note), "content": "x\n"}),
+            )
+        ),
+        Reply.text("Written."),
+    )
+    return drive_cli(claude, cwd, ["hi", "write a file"], "--include-partial-messages")
+
+
+def drive_cli(claude: OfflineClaude, cwd: Path, turns: list[Any], *options: str) -> list[str]:
+    """Every stdout line of the CLI given ``turns`` one at a time over stream-json input."""
     command = [
         str(cli_path()),
         "--output-format",
@@ -168,6 +193,7 @@ def record_stream(claude: OfflineClaude, api: MessagesApiDouble, cwd: Path) -> l
         "stream-json",
         "--allowedTools",
         "Write",
+        *options,
     ]
     process = subprocess.Popen(
         command,
@@ -202,7 +228,7 @@ def record_stream(claude: OfflineClaude, api: MessagesApiDouble, cwd: Path) -> l
     return printed
 
 
-def write_readme(out: Path, session: Path, stream_lines: int) -> None:
+def write_readme(out: Path, session: Path, stream_lines: int, partial_lines: int) -> None:
     sdk = importlib.metadata.version("claude-agent-sdk")
     out.joinpath("README.md").write_text(
         f"""# Claude Code {cli_version().split()[0]}: transcripts written by the real CLI
@@ -214,6 +240,7 @@ run offline through the box against the tests' Messages API double
 
 - `session.jsonl` ({session.stat().st_size:,} bytes): one session, as the box drives it.
 - `stream.ndjson` ({stream_lines} lines): the CLI's stdout over stream-json input.
+- `stream-partial.ndjson` ({partial_lines} lines): the same with `--include-partial-messages`.
 
 The CLI's own prompt text in `attachment`, `api-request-shape` and
 `api-request-blob` lines is replaced by `[Claude Code's prompt text: N characters]`;
@@ -239,13 +266,15 @@ def main() -> int:
         claude = OfflineClaude(RECORDING_ROOT / "claude", api)
         transcript = anyio.run(record_session, claude, api, box)
         stream = record_stream(claude, api, box)
+        partial = record_partial_stream(claude, api, box)
     out.mkdir(parents=True, exist_ok=True)
     session_lines = transcript.read_text(encoding="utf-8").splitlines()
     (out / "session.jsonl").write_text(
         "".join(redact_line(line) + "\n" for line in session_lines), encoding="utf-8"
     )
-    (out / "stream.ndjson").write_text("".join(line + "\n" for line in stream), encoding="utf-8")
-    write_readme(out, out / "session.jsonl", len(stream))
+    for name, lines in (("stream.ndjson", stream), ("stream-partial.ndjson", partial)):
+        (out / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_readme(out, out / "session.jsonl", len(stream), len(partial))
     total = sum(path.stat().st_size for path in out.iterdir())
     print(f"wrote {out} ({total:,} bytes)")
     shutil.rmtree(RECORDING_ROOT, ignore_errors=True)

@@ -36,8 +36,9 @@ STREAM_CANDIDATES = [
 STREAM = next((path for path in STREAM_CANDIDATES if path.is_dir()), None)
 
 
-# What the bundled CLI printed, kept in the repository (`tests.agent.record_corpus`).
-CLI_STREAMS = sorted((REPO / "tests" / "corpus" / "claude-code").glob("*/stream.ndjson"))
+# What the bundled CLI printed, kept in the repository (`tests.agent.record_corpus`):
+# its messages, and with partial messages asked for, as the engine asks.
+CLI_STREAMS = sorted((REPO / "tests" / "corpus" / "claude-code").glob("*/stream*.ndjson"))
 
 
 def test_every_message_the_bundled_cli_printed_adapts_the_same_after_the_sdk_round_trip() -> None:
@@ -57,7 +58,7 @@ def test_every_message_the_bundled_cli_printed_adapts_the_same_after_the_sdk_rou
                 assert adapted["type"] != "unknown", name
             assert_within(converted, raw, name)
             kinds.add(str(raw["type"]))
-    assert kinds == {"system", "assistant", "user", "result"}
+    assert kinds == {"system", "assistant", "user", "result", "stream_event"}
 
 
 # Frames of the CLI's pipes, not SDK messages (the engine answers or drops them).
