@@ -8,4 +8,35 @@ to these functions by property-based and stateful tests; the conformance vectors
 
 Run ``python -m beebox_spec`` to print the chat phase table and its legal
 transitions, generated from the one table in `beebox_spec.lifecycle`.
+
+Reading order
+-------------
+
+Read the modules in this order. Each imports only modules above it, so nothing is
+used before it is stated (`tests/spec/test_reading_order.py` checks the imports
+against this list):
+
+1. `errors` — `Rejection` (outside input refused) vs `InvariantError` (a caller bug)
+2. `entries` — the wire shapes of history: `SessionEntry`, content blocks, `SessionHistory`
+3. `javascript` — how the original's JavaScript reads values: whitespace, `String()`, JSON
+4. `lifecycle` — the five phases and the ONE table of legal transitions; busy/running
+5. `sdk_messages` — the SDK message union and the one shared `adapt_sdk_message`
+6. `run_protocol` — what a session and the engine running its run say to each other
+7. `permissions` — a tool call waiting for a person's answer, and what ends it
+8. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
+9. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
+10. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
+11. `reconcile` — a send's attribution, the acceptance record read back, the client's join
+12. `transcript` — the guarded line reader, oversize stubs, history entries and slices
+13. `review` — chat review: the pass, and the conventions its modules share
+14. `review.snippets` — the first user message reduced to a title
+15. `review.turns` — which transcript lines are turns the person took
+16. `review.leak_scan` — the credential shapes, the scan and the redaction
+17. `review.rendering` — what the reviewer reads of a span, and the elision
+18. `review.reviewer` — the reviewer's prompts and the schema of its output
+19. `review.husk` — title ownership and the one write to the husk card
+20. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
+21. `review.qualification` — the discovery gates and the order sessions are reviewed in
+22. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
+23. `__main__` — ``python -m beebox_spec``
 """
