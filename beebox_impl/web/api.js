@@ -72,6 +72,12 @@ export function answerPermission(id, decision, { message = "", always = false } 
   return request("POST", `/api/chat/permissions/${encodeURIComponent(id)}`, body);
 }
 
+/** The box's record of permission requests: `{pending, decisions}`, the last `limit`
+ * decisions newest first (each with its `request`, whose `toolUseId` names the call). */
+export function permissionRecord(limit) {
+  return request("GET", `/api/chat/permissions${query({ limit })}`);
+}
+
 export const stop = () => request("POST", "/api/chat/stop");
 export const restart = () => request("POST", "/api/chat/restart");
 
@@ -92,6 +98,7 @@ const EVENT_NAMES = [
   "chat-turn",
   "session-id",
   "message",
+  "turn-delta",
   "task",
   "done",
   "turn-text",

@@ -35,7 +35,8 @@ import {
   normalizeForCompare,
   reconcilePending,
 } from "./reconcile.js";
-import { liveNode, messageNode, permissionNode, sessionNode, setPermissionState } from "./view.js";
+import { markdownNode } from "./markdown.js";
+import { liveNode, messageNode, permissionNode, sessionNode, setPermissionState, stateLabel } from "./view.js";
 
 // How many entries a history read asks for at a time.
 const PAGE_SIZE = 40;
@@ -50,6 +51,12 @@ const STICK_TO_BOTTOM_PX = 80;
 const PHOTO_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 // How many ended permission ids the page remembers (to keep them from coming back).
 const ENDED_PERMISSIONS_KEPT = 200;
+// How much of a new message the live region reads out.
+const ANNOUNCED_CHARS = 300;
+// How many ended permission requests the page reads to tell a refused tool call.
+const DECISIONS_READ = 1000;
+// The width at which the session list folds away behind its button (style.css).
+const NARROW = window.matchMedia("(max-width: 48rem)");
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -72,6 +79,10 @@ const ui = {
   toggleSessions: $("toggle-sessions"),
   login: $("login"),
   loginToken: $("login-token"),
+  chat: $("chat"),
+  closeSessions: $("close-sessions"),
+  announcer: $("announcer"),
+  alert: $("alert"),
 };
 
 const state = {
@@ -103,9 +114,16 @@ const state = {
   online: false,
   // The box answered 401: this browser has no cookie (or a stale one) for it.
   loggedOut: false,
-  // The turn as it streams in: assistant messages by uuid, and partial text.
+  // The turn as it streams in: finished assistant messages by uuid, and the text of
+  // the one streaming now (`turn-delta`), until the transcript holds them.
   live: new Map(),
   streaming: "",
+  // Entries the live region has read out (or that were there when the page opened).
+  announced: new Set(),
+  // Tool calls a person refused, by tool use id (from the box's permission record),
+  // and whether that record has been read since a failed call was shown.
+  refusedTools: new Set(),
+  decisionsRead: false,
   attachments: [],
   sessions: [],
   // Pending permission requests, oldest first, by id: {request, node, busy, error, focused}.
@@ -172,21 +190,36 @@ function mergeTail(entries, total) {
   }
 }
 
+let loadingEarlier = false;
+
+/** One history read for the page before the first entry shown; only its entries are
+ * built and inserted (the ones shown stay as they are). The button keeps the focus
+ * while it reads; when nothing earlier is left it goes, and the focus moves to the
+ * conversation. */
 async function loadEarlier() {
-  if (state.firstIndex === 0 || state.shownSessionId === null) return;
+  if (loadingEarlier || state.firstIndex === 0 || state.shownSessionId === null) return;
   const limit = Math.min(PAGE_SIZE, state.firstIndex);
   const offset = state.firstIndex - limit;
-  ui.loadEarlier.disabled = true;
+  loadingEarlier = true;
+  setUnavailable(ui.loadEarlier, true);
+  ui.loadEarlier.setAttribute("aria-busy", "true");
   try {
     const page = await api.historyPage(state.shownSessionId, offset, limit);
     const known = new Set(state.entries.map((entry) => entry.uuid));
-    state.entries = [...page.entries.filter((entry) => !known.has(entry.uuid)), ...state.entries];
+    const earlier = page.entries.filter((entry) => !known.has(entry.uuid));
+    for (const entry of earlier) state.announced.add(entry.uuid);
+    state.entries = [...earlier, ...state.entries];
     state.firstIndex = offset;
+    const hadFocus = document.activeElement === ui.loadEarlier;
     render({ keepPosition: true });
+    announce(`${earlier.length} earlier ${earlier.length === 1 ? "message" : "messages"} loaded`);
+    if (hadFocus && state.firstIndex === 0) ui.log.focus({ preventScroll: true });
   } catch (error) {
     showNotice(`Could not load earlier messages: ${error.message}`);
   } finally {
-    ui.loadEarlier.disabled = false;
+    loadingEarlier = false;
+    setUnavailable(ui.loadEarlier, false);
+    ui.loadEarlier.removeAttribute("aria-busy");
   }
 }
 
@@ -233,7 +266,9 @@ async function refreshOnce() {
     state.entries = [];
     state.firstIndex = 0;
   }
+  const knownBefore = new Set(state.entries.map((entry) => entry.uuid));
   if (boot.history) mergeTail(boot.history.entries, boot.history.total);
+  announceNewEntries(knownBefore, firstRead);
   if (state.viewing === null) {
     state.pending = mergeAcceptedIntoPending(state.pending, boot.pending ?? []);
     // Nothing queued any more: a copy that was queued before this read began is now
@@ -244,7 +279,7 @@ async function refreshOnce() {
         const answer = state.queuedAnswer.get(uuid) ?? 0;
         if (delivery === "queued" && answer <= answersBefore) {
           const dropped = state.stopMark !== null && answer <= state.stopMark;
-          state.delivery.set(uuid, dropped ? "dropped" : "sent");
+          setDelivery(uuid, dropped ? "dropped" : "sent");
           state.queuedAnswer.delete(uuid);
         }
       }
@@ -254,11 +289,75 @@ async function refreshOnce() {
   mergePermissions(boot.permissions ?? [], permissionsBefore);
   const shown = new Set(state.entries.map((entry) => entry.uuid));
   for (const uuid of state.live.keys()) if (shown.has(uuid)) state.live.delete(uuid);
-  if (!boot.status.busy) {
+  if (!boot.status.busy || state.viewing !== null) {
     state.live.clear();
     state.streaming = "";
+  } else if (typeof boot.liveText === "string") {
+    adoptLiveText(boot.liveText);
   }
   render({ toBottom: firstRead });
+  readRefusals();
+}
+
+/** The texts of the turn in flight already shown whole: the assistant entries after
+ * the last user entry, and the finished messages not yet in the transcript. */
+function shownTurnTexts() {
+  const texts = [];
+  for (let index = state.entries.length - 1; index >= 0; index -= 1) {
+    const entry = state.entries[index];
+    if (entry.type === "user") break;
+    texts.unshift(entryText(entry));
+  }
+  return [...texts, ...state.live.values()];
+}
+
+/**
+ * Bootstrap's `liveText`, the text streamed so far, as the text still streaming: what
+ * the page shows whole already (a finished message of the turn) is taken off its
+ * start. The newer of it and what the stream brought meanwhile wins: a read that set
+ * out before the last deltas holds less than the page has, never more.
+ */
+function adoptLiveText(liveText) {
+  let rest = liveText;
+  for (const shown of shownTurnTexts()) {
+    if (shown !== "" && rest.startsWith(shown)) rest = rest.slice(shown.length).replace(/^\s+/, "");
+  }
+  if (!state.streaming.startsWith(rest)) state.streaming = rest;
+}
+
+/** Read out the assistant messages a refresh brought that nobody has heard yet; the
+ * ones there when the page opens are not news. */
+function announceNewEntries(knownBefore, firstRead) {
+  for (const entry of state.entries) {
+    if (knownBefore.has(entry.uuid) || state.announced.has(entry.uuid)) continue;
+    state.announced.add(entry.uuid);
+    if (!firstRead && entry.type === "assistant") announceMessage(entryText(entry));
+  }
+}
+
+/** A failed tool call may have been refused by a person: the box's permission record
+ * says which (read once each time a failed call is shown that it has not placed). */
+async function readRefusals() {
+  if (state.decisionsRead) return;
+  const failed = state.entries.some((entry) =>
+    (entry.content ?? []).some((block) => block.type === "tool_use" && block.isError === true),
+  );
+  if (!failed) return;
+  state.decisionsRead = true;
+  try {
+    const record = await api.permissionRecord(DECISIONS_READ);
+    let changed = false;
+    for (const decision of record.decisions ?? []) {
+      const toolUseId = decision.request?.toolUseId;
+      if (decision.decision === "deny" && typeof toolUseId === "string" && !state.refusedTools.has(toolUseId)) {
+        state.refusedTools.add(toolUseId);
+        changed = true;
+      }
+    }
+    if (changed) render();
+  } catch {
+    // Not read: the calls stay marked as failed, which they are.
+  }
 }
 
 async function refreshSessions() {
@@ -312,7 +411,7 @@ async function deliver(item) {
     state.answers += 1;
     // A turn began: the chat is not stopped any more.
     if (answer?.turnId) state.stopped = false;
-    state.delivery.set(entry.uuid, answer?.queued ? "queued" : "sent");
+    setDelivery(entry.uuid, answer?.queued ? "queued" : "sent");
     if (answer?.queued) state.queuedAnswer.set(entry.uuid, state.answers);
     if (answer?.queued && state.status) state.status.queued = Math.max(state.status.queued, 1);
   } catch (error) {
@@ -320,12 +419,13 @@ async function deliver(item) {
     if (status === 500) {
       // Recorded, not handed to the chat: the box's record still shows it.
       state.outbox.delete(entry.messageId);
-      state.delivery.set(entry.uuid, "error");
+      setDelivery(entry.uuid, "error");
     } else if (status === 401) {
       // Not logged in: kept (it survives the reload that logging in is) and sent then.
       item.state = "failed";
     } else if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
       item.state = "rejected";
+      announce(`Your message: ${stateLabel("rejected")}`);
       showNotice(`The box refused a message: ${error.message}`);
     } else {
       // Never reached the box, or no answer came back: try again with the same id.
@@ -336,6 +436,13 @@ async function deliver(item) {
   }
   savePending();
   render();
+}
+
+/** A pending copy's delivery state; a change is read out ("Your message: Queued"). */
+function setDelivery(uuid, delivery) {
+  if (state.delivery.get(uuid) === delivery) return;
+  state.delivery.set(uuid, delivery);
+  announce(`Your message: ${stateLabel(delivery)}`);
 }
 
 /** A stop cleared the queue: the copies queued by the `mark`-th send answer were dropped. */
@@ -432,13 +539,30 @@ async function answerPermission(card, decision, options) {
 
 function onEvent(name, data) {
   switch (name) {
+    case "turn-delta":
+      // A piece of the assistant's text: shown at once, the finished message replaces it.
+      if (state.viewing === null && typeof data.text === "string") {
+        state.streaming += data.text;
+        renderStreamingSoon();
+      }
+      return;
     case "message":
       onTurnMessage(data.message ?? {});
       render();
       return;
+    case "done":
+      // The turn ended: text that never became a message is gone; the transcript has
+      // the rest.
+      state.streaming = "";
+      render();
+      refresh();
+      return;
     case "turn-text":
       // An engine that streams no assistant message still shows its answer.
-      if (state.live.size === 0 && data.text) state.live.set("turn", data.text);
+      if (state.live.size === 0 && data.text) {
+        state.live.set("turn", data.text);
+        state.streaming = "";
+      }
       render();
       return;
     case "chat-turn":
@@ -484,19 +608,58 @@ function onEvent(name, data) {
 }
 
 function onTurnMessage(message) {
+  if (state.viewing !== null) return;
+  const content = message.message?.content ?? [];
   if (message.type === "assistant") {
-    const text = (message.message?.content ?? [])
+    const text = content
       .filter((block) => block.type === "text")
       .map((block) => block.text)
       .join("");
-    if (text !== "") state.live.set(message.uuid ?? `live-${state.live.size}`, text);
-    state.streaming = "";
-  } else if (message.type === "stream_event") {
-    const delta = message.event?.delta;
-    if (message.event?.type === "content_block_delta" && delta?.type === "text_delta") {
-      state.streaming += delta.text ?? "";
+    const uuid = message.uuid ?? `live-${state.live.size}`;
+    if (text !== "" && !state.announced.has(uuid)) {
+      state.live.set(uuid, text);
+      state.announced.add(uuid);
+      announceMessage(text);
     }
+    // The finished message replaces the text that streamed for it.
+    state.streaming = "";
   }
+  // A tool call or its result: the transcript has it now (the CLI writes as it goes).
+  if (content.some((block) => block.type === "tool_use" || block.type === "tool_result")) refresh();
+}
+
+// --- Announcements ----------------------------------------------------------------
+
+// What each live region is to say at its next frame.
+const toSay = new Map();
+
+/** Put `text` in a live region for a screen reader to read: the region is emptied
+ * and filled in the next frame (so the same words said twice are read twice), with
+ * everything said in the meantime. */
+function say(region, text) {
+  const queued = toSay.get(region);
+  if (queued !== undefined) {
+    queued.push(text);
+    return;
+  }
+  toSay.set(region, [text]);
+  region.textContent = "";
+  requestAnimationFrame(() => {
+    region.textContent = toSay.get(region).join(" ");
+    toSay.delete(region);
+  });
+}
+
+/** Say `text` politely: the reply, a message's state, a page loaded. */
+function announce(text) {
+  say(ui.announcer, text);
+}
+
+/** A new message of the box, as its words read (the Markdown rendered, not its marks). */
+function announceMessage(text) {
+  const words = markdownNode(text).textContent.replace(/\s+/g, " ").trim();
+  if (words === "") return;
+  announce(`Box: ${words.length > ANNOUNCED_CHARS ? `${words.slice(0, ANNOUNCED_CHARS)}…` : words}`);
 }
 
 // Stops the event stream (once logged out nothing can be read).
@@ -547,7 +710,8 @@ function keepPinned() {
   for (const node of [ui.log, ui.messages, ui.permissions]) grown.observe(node);
 }
 
-// The nodes already built, by key, so a re-render keeps photos that have loaded.
+// The nodes already built, by key, so a re-render builds only what is new or changed
+// (and keeps photos that have loaded).
 const nodeCache = new Map();
 
 function cachedNode(key, signature, build) {
@@ -556,6 +720,88 @@ function cachedNode(key, signature, build) {
   const node = build();
   nodeCache.set(key, { signature, node });
   return node;
+}
+
+/** The ids of an entry's tool calls a person refused, as a cache signature. */
+function refusalsOf(entry) {
+  let refused = "";
+  for (const block of entry.content ?? []) {
+    if (block.type === "tool_use" && block.isError === true && state.refusedTools.has(block.toolId)) {
+      refused += `${block.toolId} `;
+    }
+  }
+  return refused;
+}
+
+/** A transcript entry's node. The same entry object is the same node at once; a fresh
+ * copy read again is compared by content, so a re-read tail rebuilds only what grew. */
+function entryNode(entry) {
+  const refused = refusalsOf(entry);
+  const cached = nodeCache.get(entry.uuid);
+  if (cached !== undefined && cached.refused === refused) {
+    if (cached.entry === entry) return cached.node;
+    if (cached.content === undefined) cached.content = JSON.stringify(cached.entry.content);
+    const content = JSON.stringify(entry.content);
+    if (content === cached.content) {
+      cached.entry = entry;
+      return cached.node;
+    }
+  }
+  const node = messageNode(entry, { refused: (block) => state.refusedTools.has(block.toolId) });
+  nodeCache.set(entry.uuid, { entry, refused, node });
+  return node;
+}
+
+/** Make `parent`'s children exactly `nodes`, touching only what differs: an earlier
+ * page is inserted before the first node shown, a new message appended, and the
+ * nodes already in place are neither moved nor rebuilt. */
+function syncChildren(parent, nodes) {
+  let current = parent.firstChild;
+  for (const node of nodes) {
+    if (node === current) {
+      current = current.nextSibling;
+    } else {
+      parent.insertBefore(node, current);
+    }
+  }
+  while (current !== null) {
+    const next = current.nextSibling;
+    current.remove();
+    current = next;
+  }
+}
+
+// The node of the text streaming now, updated in place as pieces come.
+const streamingView = { node: null, text: null };
+
+function streamingNode() {
+  if (streamingView.node === null || streamingView.text !== state.streaming) {
+    const node = liveNode("streaming", state.streaming);
+    if (streamingView.node !== null && streamingView.node.isConnected) {
+      streamingView.node.replaceChildren(...node.childNodes);
+    } else {
+      streamingView.node = node;
+    }
+    streamingView.text = state.streaming;
+  }
+  return streamingView.node;
+}
+
+let streamingFrame = null;
+
+/** Show the streaming text by the next frame: pieces that come faster than frames are
+ * rendered once. Only the streaming node changes while it is on the page. */
+function renderStreamingSoon() {
+  if (streamingFrame !== null) return;
+  streamingFrame = requestAnimationFrame(() => {
+    streamingFrame = null;
+    if (streamingView.node?.isConnected && state.streaming !== "") {
+      streamingNode();
+      if (pinned) scrollToBottom();
+    } else {
+      render();
+    }
+  });
 }
 
 function deliveryOf(entry) {
@@ -569,7 +815,7 @@ function pendingNode(entry) {
   const unsent = entry.messageId ? state.outbox.get(entry.messageId) : undefined;
   const previews = unsent?.previews ?? [];
   const signature = `${delivery}|${previews.length}`;
-  return cachedNode(entry.uuid, signature, () =>
+  return cachedNode(`pending:${entry.uuid}`, signature, () =>
     messageNode(entry, {
       state: delivery,
       previews,
@@ -592,7 +838,7 @@ function render({ toBottom = false, keepPosition = false } = {}) {
     if (pendingUuids.has(entry.uuid)) {
       nodes.push(pendingNode(entry));
     } else {
-      nodes.push(cachedNode(entry.uuid, JSON.stringify(entry.content), () => messageNode(entry)));
+      nodes.push(entryNode(entry));
     }
   }
   // Unanswered sends the join does not show (a photo with no text) still show until answered.
@@ -601,16 +847,13 @@ function render({ toBottom = false, keepPosition = false } = {}) {
   }
   if (showingChat) {
     for (const [key, text] of state.live) nodes.push(cachedNode(`live:${key}`, text, () => liveNode(key, text)));
-    if (state.streaming !== "") nodes.push(liveNode("streaming", state.streaming));
+    if (state.streaming !== "") nodes.push(streamingNode());
   }
 
-  const current = [...ui.messages.children];
-  if (current.length !== nodes.length || current.some((node, index) => node !== nodes[index])) {
-    ui.messages.replaceChildren(...nodes);
-  }
+  syncChildren(ui.messages, nodes);
   const cardAdded = renderPermissions();
   ui.empty.hidden = nodes.length > 0 || state.permissions.size > 0 || state.loggedOut;
-  ui.loadEarlier.hidden = state.firstIndex === 0;
+  ui.loadEarlier.hidden = state.firstIndex === 0 || state.loggedOut;
 
   if (keepPosition) {
     log.scrollTop = log.scrollHeight - distanceFromEnd;
@@ -644,7 +887,7 @@ function retire(stillPending) {
     if (kept.has(entry.uuid)) continue;
     state.delivery.delete(entry.uuid);
     state.queuedAnswer.delete(entry.uuid);
-    nodeCache.delete(entry.uuid);
+    nodeCache.delete(`pending:${entry.uuid}`);
     // Its echo is in the transcript, so the box has it: stop retrying.
     if (entry.messageId && normalizeForCompare(entryText(entry)) !== "") {
       const unsent = state.outbox.get(entry.messageId);
@@ -689,11 +932,20 @@ function renderStatus(retryInMs = null) {
   ui.status.dataset.state = mode;
 }
 
+/** Stop, Restart and Load earlier say they are unavailable with aria-disabled, not
+ * `disabled`: a disabled button drops the focus to the page, and a keyboard that has
+ * just pressed Stop must still be on Stop. Their handlers check it. */
+function setUnavailable(button, unavailable) {
+  button.setAttribute("aria-disabled", String(unavailable));
+}
+
+const unavailable = (button) => button.getAttribute("aria-disabled") === "true";
+
 function renderControls() {
   const busy = Boolean(state.status?.busy || state.status?.running);
   // A stop under way has nothing more to stop.
-  ui.stop.disabled = !state.online || !busy || state.status?.phase === "stopping";
-  ui.restart.disabled = !state.online || !state.status?.running;
+  setUnavailable(ui.stop, !state.online || !busy || state.status?.phase === "stopping");
+  setUnavailable(ui.restart, !state.online || !state.status?.running);
   const closed = state.viewing !== null || state.loggedOut;
   ui.text.disabled = closed;
   ui.send.disabled = closed;
@@ -724,12 +976,21 @@ function renderAttachments() {
       preview.alt = `Photo ${index + 1} to send`;
       const remove = document.createElement("button");
       remove.type = "button";
-      remove.textContent = "×";
-      remove.setAttribute("aria-label", `Remove photo ${index + 1}`);
+      remove.className = "remove";
+      // The name is the hidden words; the × is only their picture.
+      const cross = document.createElement("span");
+      cross.setAttribute("aria-hidden", "true");
+      cross.textContent = "×";
+      const words = document.createElement("span");
+      words.className = "visually-hidden";
+      words.textContent = `Remove photo ${index + 1}`;
+      remove.append(cross, words);
       remove.addEventListener("click", () => {
         URL.revokeObjectURL(attachment.url);
         state.attachments.splice(index, 1);
         renderAttachments();
+        // The button is gone with its photo: the keyboard goes on in the composer.
+        ui.text.focus();
       });
       item.append(preview, remove);
       return item;
@@ -760,8 +1021,7 @@ async function openSession(sessionId) {
   state.shownSessionId = null;
   state.entries = [];
   state.firstIndex = 0;
-  ui.sessions.classList.remove("open");
-  ui.toggleSessions.setAttribute("aria-expanded", "false");
+  setSessionsOpen(false, { returnFocus: false });
   if (state.viewing !== null) {
     showNotice("An earlier session, read only.", { label: "Back to the chat", run: () => openSession(state.chatSessionId) });
   } else {
@@ -874,6 +1134,8 @@ function loggedOut() {
   ui.login.hidden = false;
   render();
   ui.loginToken.focus();
+  // The focus lands in the token field; the notice itself is read out too.
+  say(ui.alert, `${ui.login.querySelector("h2").textContent}. ${ui.login.querySelector("p").textContent.replace(/\s+/g, " ")}`);
 }
 
 function wireLogin() {
@@ -887,9 +1149,52 @@ function wireLogin() {
 
 // --- Start --------------------------------------------------------------------------
 
+// --- The session list: beside the chat, or a dialog over it on a narrow screen -----
+
+/** Open or close the session list. On a narrow screen it is a modal dialog: the chat
+ * behind it is inert (Tab cannot reach it), Tab cycles within the list, and Escape or
+ * Close gives the focus back to the Sessions button. */
+function setSessionsOpen(open, { returnFocus = true } = {}) {
+  const wasOpen = ui.sessions.classList.contains("open");
+  ui.sessions.classList.toggle("open", open);
+  ui.toggleSessions.setAttribute("aria-expanded", String(open));
+  const modal = open && NARROW.matches;
+  if (modal) {
+    ui.sessions.setAttribute("role", "dialog");
+    ui.sessions.setAttribute("aria-modal", "true");
+  } else {
+    ui.sessions.removeAttribute("role");
+    ui.sessions.removeAttribute("aria-modal");
+  }
+  ui.chat.inert = modal;
+  if (open) {
+    (ui.sessionList.querySelector('[aria-current="true"]') ?? ui.sessionList.querySelector("button") ?? ui.closeSessions).focus();
+  } else if (wasOpen && returnFocus) {
+    ui.toggleSessions.focus();
+  }
+}
+
+function trapSessionsFocus(event) {
+  if (event.key !== "Tab" || ui.sessions.getAttribute("aria-modal") !== "true") return;
+  const focusable = [...ui.sessions.querySelectorAll("button:not([disabled])")].filter((node) => node.offsetParent !== null);
+  if (focusable.length === 0) return;
+  const first = focusable[0];
+  const last = focusable[focusable.length - 1];
+  if (event.shiftKey && (document.activeElement === first || !ui.sessions.contains(document.activeElement))) {
+    event.preventDefault();
+    last.focus();
+  } else if (!event.shiftKey && (document.activeElement === last || !ui.sessions.contains(document.activeElement))) {
+    event.preventDefault();
+    first.focus();
+  }
+}
+
 function wireControls() {
-  ui.loadEarlier.addEventListener("click", loadEarlier);
+  ui.loadEarlier.addEventListener("click", () => {
+    if (!unavailable(ui.loadEarlier)) loadEarlier();
+  });
   ui.stop.addEventListener("click", async () => {
+    if (unavailable(ui.stop)) return;
     // The sends answered by now were queued before the stop, which clears the queue.
     const mark = state.answers;
     // This stop's `close` event may come before its answer: it is this stop, not another.
@@ -905,6 +1210,7 @@ function wireControls() {
     refresh();
   });
   ui.restart.addEventListener("click", async () => {
+    if (unavailable(ui.restart)) return;
     try {
       state.status = (await api.restart()).status;
     } catch (error) {
@@ -912,19 +1218,19 @@ function wireControls() {
     }
     refresh();
   });
-  ui.toggleSessions.addEventListener("click", () => {
-    const open = ui.sessions.classList.toggle("open");
-    ui.toggleSessions.setAttribute("aria-expanded", String(open));
-    if (open) ui.sessionList.querySelector("button")?.focus();
-  });
+  ui.toggleSessions.addEventListener("click", () => setSessionsOpen(!ui.sessions.classList.contains("open")));
+  ui.closeSessions.addEventListener("click", () => setSessionsOpen(false));
   document.addEventListener("keydown", (event) => {
     // Escape closes the folded-out session list on a narrow screen.
-    if (event.key === "Escape" && ui.sessions.classList.contains("open")) {
-      ui.sessions.classList.remove("open");
-      ui.toggleSessions.setAttribute("aria-expanded", "false");
-      ui.toggleSessions.focus();
-    }
+    if (event.key === "Escape" && ui.sessions.classList.contains("open")) setSessionsOpen(false);
+    trapSessionsFocus(event);
   });
+  // Widened past the fold: the list is beside the chat again, not a dialog over it.
+  NARROW.addEventListener("change", () => {
+    if (ui.sessions.classList.contains("open")) setSessionsOpen(false, { returnFocus: false });
+  });
+  // A code block's Copy button reports through the live region.
+  ui.messages.addEventListener("bbx-announce", (event) => announce(event.detail));
 }
 
 /** Read the box first: a browser that is not logged in opens no event stream. */

@@ -2,7 +2,8 @@
 // HTML): a transcript is data, and the page's CSP forbids inline script besides.
 
 import { mediaUrl } from "./api.js";
-import { IMAGE_NOT_DISPLAYED } from "./reconcile.js";
+import { markdownNode } from "./markdown.js";
+import { IMAGE_NOT_DISPLAYED, entryText } from "./reconcile.js";
 
 // What a pending message's state reads as, beside it.
 const STATE_LABELS = {
@@ -90,47 +91,121 @@ function textBlock(text) {
   return paragraph;
 }
 
-function imageBlock(block) {
-  if (block.imageRef) return photo(mediaUrl(block.imageRef), "Photo", block.imageRef);
-  if (block.dataBase64) return photo(blobUrlFromBase64(block.mediaType, block.dataBase64), "Photo");
+function imageBlock(block, alt) {
+  if (block.imageRef) return photo(mediaUrl(block.imageRef), alt, block.imageRef);
+  if (block.dataBase64) return photo(blobUrlFromBase64(block.mediaType, block.dataBase64), alt);
   if (block.imageUrl) return element("p", "block-missing", `[photo at ${block.imageUrl}]`);
   return element("p", "block-missing", IMAGE_NOT_DISPLAYED);
 }
 
-function detailsBlock(summary, body) {
-  const details = element("details", "block-tool");
-  details.append(element("summary", "", summary));
-  if (body) details.append(element("p", "block-text", body));
-  return details;
-}
-
-// A tool call: its name and what it was given; once answered, what it gave back
-// (the transcript's result rides on its call), marked when the tool failed.
-function toolUseBlock(block) {
-  const failed = block.isError === true;
-  const details = detailsBlock(
-    `Used ${block.toolName ?? "a tool"}${failed ? " (failed)" : ""}`,
-    block.inputSummary,
-  );
-  if (failed) details.classList.add("failed");
-  if (block.resultSummary !== undefined) {
-    details.append(element("pre", "block-result", block.resultSummary));
+// What a person wants to see of a tool call at a glance: the command, the file, the
+// pattern, the address, the question; else the history's one-line summary.
+function toolArgument(block) {
+  const input = block.input ?? {};
+  const text = (key) => (typeof input[key] === "string" && input[key] !== "" ? input[key] : null);
+  switch (block.toolName) {
+    case "Bash":
+      return text("command");
+    case "Read":
+    case "Write":
+    case "Edit":
+    case "MultiEdit":
+      return text("file_path");
+    case "NotebookEdit":
+      return text("notebook_path");
+    case "Glob":
+    case "Grep": {
+      const pattern = text("pattern");
+      const where = text("path");
+      return pattern !== null && where !== null ? `${pattern} in ${where}` : pattern;
+    }
+    case "WebFetch":
+      return text("url");
+    case "WebSearch":
+      return text("query");
+    case "Task":
+    case "Agent":
+      return text("description") ?? text("prompt");
+    default:
+      break;
   }
+  for (const key of ["command", "file_path", "path", "pattern", "url", "query", "description"]) {
+    if (text(key) !== null) return text(key);
+  }
+  return block.inputSummary || null;
+}
+
+// The whole input, one click away: a Bash command as written, anything else as JSON.
+function toolInput(block) {
+  const input = block.input ?? {};
+  if (block.toolName === "Bash" && typeof input.command === "string") {
+    const rest = Object.fromEntries(Object.entries(input).filter(([key]) => key !== "command"));
+    return Object.keys(rest).length === 0 ? input.command : `${input.command}\n\n${JSON.stringify(rest, null, 2)}`;
+  }
+  if (Object.keys(input).length === 0) return block.inputSummary ?? "";
+  return JSON.stringify(input, null, 2);
+}
+
+// What a tool call's outcome reads as, in its summary line.
+const TOOL_OUTCOMES = { error: "Failed", refused: "Refused", pending: "No result yet" };
+
+function labelled(label, className, text) {
+  const part = element("div", "tool-part");
+  part.append(element("p", "tool-label", label));
+  const shown = element("pre", className, text);
+  // Focusable: a long input or result scrolls, and a keyboard must be able to scroll it.
+  shown.tabIndex = 0;
+  part.append(shown);
+  return part;
+}
+
+/**
+ * A tool call: its name and main argument in a summary line, its outcome marked there
+ * (failed, refused by the person, or not answered yet); the full input and the result
+ * (the transcript's result rides on its call) folded below it.
+ */
+function toolUseBlock(block, refused) {
+  let outcome = "done";
+  if (block.resultSummary === undefined) outcome = "pending";
+  else if (block.isError === true) outcome = refused ? "refused" : "error";
+  const details = element("details", "tool");
+  details.dataset.outcome = outcome;
+  const summary = element("summary");
+  summary.append(element("span", "tool-name", block.toolName || "Tool"));
+  const argument = toolArgument(block);
+  if (argument) summary.append(" ", element("code", "tool-arg", argument));
+  if (TOOL_OUTCOMES[outcome]) summary.append(" ", element("span", "tool-outcome", TOOL_OUTCOMES[outcome]));
+  details.append(summary);
+  const body = element("div", "tool-body");
+  body.append(labelled("Input", "tool-input", toolInput(block)));
+  if (block.resultSummary !== undefined) {
+    const label = { error: "Error", refused: "Refused" }[outcome] ?? "Result";
+    body.append(labelled(label, "tool-result", block.resultSummary || "(empty)"));
+  }
+  details.append(body);
   return details;
 }
 
-function contentBlock(block) {
+function foldedBlock(className, label, text) {
+  const details = element("details", className);
+  details.append(element("summary", "", label));
+  details.append(element("p", "block-text", text));
+  return details;
+}
+
+function contentBlock(block, context) {
   switch (block.type) {
     case "text":
-      return textBlock(block.text ?? "");
+      // The agent writes Markdown; a person's own words stay exactly as typed.
+      return context.markdown ? markdownNode(block.text ?? "") : textBlock(block.text ?? "");
     case "image":
-      return imageBlock(block);
+      return imageBlock(block, context.photoAlt());
     case "tool_use":
-      return toolUseBlock(block);
+      return toolUseBlock(block, context.refused(block));
     case "tool_result":
-      return detailsBlock("Tool result", block.resultSummary);
+      return foldedBlock("tool", "Tool result", block.resultSummary ?? "");
     case "thinking":
-      return element("p", "block-thinking", block.text ?? "");
+      return foldedBlock("thinking", "Thinking", block.text ?? "");
     default:
       return element("p", "block-missing", `[${block.type}]`);
   }
@@ -142,8 +217,29 @@ function clockTime(timestamp) {
   return moment.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-/** A history entry (or a pending one: `state`, `previews`, `onRetry`) as a list item. */
-export function messageNode(entry, { state = null, previews = [], onRetry = null } = {}) {
+// How much of a message's text a photo's alt text quotes.
+const ALT_CAPTION_CHARS = 80;
+
+/** What a photo of `entry` says to someone who cannot see it: whose, when, which of
+ * how many, and the words sent with it. */
+function photoAltText(entry, speaker, index, count) {
+  const time = clockTime(entry.timestamp);
+  const which = count > 1 ? `Photo ${index} of ${count}` : "Photo";
+  const whose = entry.type === "user" ? `sent by ${speaker}` : "shown by the box";
+  let alt = `${which} ${whose}${time ? ` at ${time}` : ""}`;
+  const words = entryText(entry).replaceAll(IMAGE_NOT_DISPLAYED, "").replace(/\s+/g, " ").trim();
+  if (words !== "") {
+    const quoted = words.length > ALT_CAPTION_CHARS ? `${words.slice(0, ALT_CAPTION_CHARS - 1)}…` : words;
+    alt = `${alt}, with the message “${quoted}”`;
+  }
+  return alt;
+}
+
+/**
+ * A history entry (or a pending one: `state`, `previews`, `onRetry`) as a list item.
+ * `refused(block)` says whether a failed tool call was refused by a person.
+ */
+export function messageNode(entry, { state = null, previews = [], onRetry = null, refused = () => false } = {}) {
   const item = element("li", `message ${entry.type}`);
   item.dataset.uuid = entry.uuid;
   if (state !== null) {
@@ -152,13 +248,21 @@ export function messageNode(entry, { state = null, previews = [], onRetry = null
   }
   const speaker = entry.type === "user" ? entry.user ?? "You" : "Box";
   item.setAttribute("aria-label", `${speaker}, ${clockTime(entry.timestamp)}`);
-  for (const block of entry.content ?? []) item.append(contentBlock(block));
+  const content = entry.content ?? [];
+  const photoCount = content.filter((block) => block.type === "image").length + previews.length;
+  let photoIndex = 0;
+  const context = {
+    markdown: entry.type === "assistant",
+    photoAlt: () => photoAltText(entry, speaker, ++photoIndex, photoCount),
+    refused,
+  };
+  for (const block of content) item.append(contentBlock(block, context));
   // The photos of a message not yet in the transcript: the composer's own copies.
-  for (const preview of previews) item.append(photo(preview, "Photo (sending)"));
+  for (const preview of previews) item.append(photo(preview, `${context.photoAlt()} (sending)`));
   const meta = element("div", "meta");
   meta.append(element("time", "", clockTime(entry.timestamp)));
   if (state !== null) {
-    meta.append(element("span", "badge", STATE_LABELS[state] ?? state));
+    meta.append(element("span", "badge", stateLabel(state)));
     if (onRetry !== null) {
       const retry = element("button", "retry", "Retry now");
       retry.type = "button";
@@ -170,12 +274,18 @@ export function messageNode(entry, { state = null, previews = [], onRetry = null
   return item;
 }
 
-/** The assistant's turn as it streams in, before the transcript has it. */
+/** What a pending message's state reads as (for the page's announcements too). */
+export function stateLabel(state) {
+  return STATE_LABELS[state] ?? state;
+}
+
+/** The assistant's text as it streams in, before the transcript has it: Markdown,
+ * rendered again as each piece comes. */
 export function liveNode(key, text) {
   const item = element("li", "message assistant live");
   item.dataset.live = key;
   item.setAttribute("aria-label", "Box, answering");
-  item.append(textBlock(text));
+  item.append(markdownNode(text));
   return item;
 }
 
