@@ -331,11 +331,20 @@ def test_a_box_set_to_the_original_photo_mode_keeps_small_photos_inline(
     assert "[image]" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ("history: [not, a, mapping\n", "not YAML"),  # ruamel's reading refuses it
+        ("history:\n  photos: all\n", ":2: history.photos is 'all'"),  # plain, said with its line
+        ("?\n mode:\n  mode:\n", "not YAML beebox can read"),  # ruamel parses, cannot build
+    ],
+)
 def test_a_settings_file_the_box_cannot_read_is_an_error(
-    tmp_path: Path, box: Box, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, box: Box, capsys: pytest.CaptureFixture[str], settings: str, said: str
 ) -> None:
-    broken = small_photo_box(tmp_path / "broken", box.projects, "history: [not, a, mapping\n")
+    broken = small_photo_box(tmp_path / "broken", box.projects, settings)
     assert bbx(["chat", "history", OLDER, "--box", str(broken.root)]) == 1
     error = capsys.readouterr().err
-    assert error.startswith(f"bbx: {broken.root / '_config' / 'settings.yaml'}: ")
+    assert error.startswith(f"bbx: {broken.root / '_config' / 'settings.yaml'}")
+    assert said in error
     assert error.count("\n") == 1
