@@ -61,7 +61,8 @@ class SessionContentBlock(TypedDict, total=False):
     input: JsonObject
     toolUseId: str
     resultSummary: str
-    # (ours) On a `tool_use` block whose result said `is_error: true` (transcript rule 5).
+    # On a `tool_use` block whose result said `is_error: true` (transcript rule 5)
+    # (ours, `docs/spec-decisions.md#tool-results-on-calls`).
     isError: bool
     mediaType: str
     dataBase64: str

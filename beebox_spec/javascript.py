@@ -49,9 +49,9 @@ the original used JavaScript's. This module is the one place those readings live
   object members in JavaScript's property order (array-index keys first,
   ascending, then the rest as inserted).
 - **Lengths and cuts**. `utf16_length` is `.length` (a character past U+FFFF
-  counts 2). `utf16_prefix` is `.substring(0, n)` with one departure **(ours)**:
-  a cut never splits a surrogate pair; the character is left out whole, so the
-  result is always valid Unicode where JavaScript would leave half a character.
+  counts 2). `utf16_prefix` is `.substring(0, n)`, except that a cut never splits
+  a surrogate pair: the character is left out whole, so the result is always valid
+  Unicode (ours, `docs/spec-decisions.md#utf16-cut-whole-characters`).
   `utf8_length` is `Buffer.byteLength(text, "utf8")` (a lone surrogate counts
   3, as Node counts it).
 
@@ -419,8 +419,9 @@ def utf16_length(text: str) -> int:
 def utf16_prefix(text: str, units: int) -> str:
     """`.substring(0, units)`, except that a character the cut would split is left out.
 
-    (ours) JavaScript would keep the first half of a surrogate pair; a lone
-    surrogate is not Unicode text, so the spec leaves the character out whole.
+    JavaScript would keep the first half of a surrogate pair; a lone surrogate is
+    not Unicode text, so the spec leaves the character out whole
+    (ours, `docs/spec-decisions.md#utf16-cut-whole-characters`).
     """
     head = text[:units]
     # Without a character past U+FFFF every character is one unit: nothing is split.
@@ -465,11 +466,9 @@ def parse_iso_timestamp(text: str) -> datetime | None:
     """The instant an ISO-8601 timestamp names, in UTC to the millisecond; None if unreadable.
 
     Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`. The fraction is cut to
-    milliseconds, as JavaScript's `Date.parse` does. Unlike `Date.parse`, which
-    guesses, a timestamp is unreadable here when it names no zone (JavaScript
-    would read the *server's* local time, which a pure rule cannot know), names
-    a day the calendar does not have (`Date.parse` rolls 30 February over into
-    March), or is not in this format at all.
+    milliseconds, as JavaScript's `Date.parse` does. A timestamp is unreadable
+    when it names no zone, names a day the calendar does not have, or is not in
+    this format at all (ours, `docs/spec-decisions.md#strict-timestamps`).
     """
     match = _ISO_TIMESTAMP.fullmatch(text)
     # The whole string must be one timestamp in the format above.

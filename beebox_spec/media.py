@@ -64,8 +64,7 @@ one photo later, lazily. The rules, in reading order:
    `MAX_MEDIA_LINE_BYTES` (UTF-8) answers `too-large` at once: it is not parsed,
    so it cannot be ruled out. A candidate that does not parse (a half-written last
    line, a torn write) cannot show its own uuid and is passed over; when nothing
-   else matches the answer is `not-found`. (The original answered such a line
-   "found" and its extraction then failed `unparsable`: both are the route's 404.)
+   else matches the answer is `not-found` (ours, `docs/spec-decisions.md#line-lookup`).
 6. **Following back** (§1.6). `extract_media(line, index)` detaches every payload
    the strip rule would match, putting the token `cb-media-slot-<n>` in its place
    (n counts matches from 0), parses what is left (`unparsable` if it is not
@@ -86,19 +85,20 @@ Decisions where the sources are silent or the original's JavaScript leaks throug
   the data ends at the first `=`; a final group of 2 or 3 characters yields 1 or 2
   bytes, a lone final character yields nothing; leftover bits are ignored.
 - **Slot tokens** are read canonically: ``cb-media-slot-`` and a decimal without
-  leading zeros. (The original's `Number()` also read `""`, `" 1"`, `"1e0"`; the
-  detach step never writes those.) Inherited limitation: a short `data` value that
-  literally reads ``cb-media-slot-<n>`` would be taken for slot n of the same line.
-- **A reference is minted only if it parses** (ours): a stripped image on a line
-  whose ids fall outside the grammar (an entry without a uuid, an id with a `.`),
-  or past index 999, reads `IMAGE_NOT_DISPLAYED` rather than carrying a reference
-  that could only answer 400. The original skipped minting only for an empty uuid.
+  leading zeros (ours, `docs/spec-decisions.md#slot-tokens-canonical`). Inherited
+  limitation: a short `data` value that literally reads ``cb-media-slot-<n>`` would
+  be taken for slot n of the same line.
+- **A reference is minted only if it parses**
+  (ours, `docs/spec-decisions.md#refs-minted-only-if-parseable`): a stripped image
+  on a line whose ids fall outside the grammar (an entry without a uuid, an id with
+  a `.`), or past index 999, reads `IMAGE_NOT_DISPLAYED` rather than carrying a
+  reference that could only answer 400.
 - **JavaScript values**: the original reads fields with `String(x || "")`,
   template literals, `.length`, `.substring` and `JSON.stringify`. Those readings
   for JSON values (truthiness, `String()` of numbers and arrays, UTF-16 lengths,
-  property order) are `beebox_spec.javascript`'s. One departure, stated there: a
-  cut never splits a surrogate pair (the pair is left out whole), so a summary is
-  always valid Unicode; JavaScript would leave half a character.
+  property order) are `beebox_spec.javascript`'s, with its one difference: a cut
+  never splits a surrogate pair (the pair is left out whole), so a summary is
+  always valid Unicode (ours, `docs/spec-decisions.md#utf16-cut-whole-characters`).
 """
 
 from __future__ import annotations
@@ -458,7 +458,8 @@ def _mint_image_ref(media_ref: MediaEntryRef | None, index: int) -> str | None:
             }
         )
     except MalformedMediaRef:
-        # (ours) a reference that would not parse is never handed out.
+        # A reference that would not parse is never handed out
+        # (ours, `docs/spec-decisions.md#refs-minted-only-if-parseable`).
         return None
 
 

@@ -1,12 +1,12 @@
 """Permission requests: a tool call waiting for a person's answer, and what ends it.
 
-(Ours.) The original box did not handle tool permissions: a tool call that
-needed approval was refused (`docs/design.md#design-5-permissions` (§5)). Claude
-Code asks its host instead, through the SDK's ``can_use_tool`` callback — the
-tool's name, its input, and a context: the prompt sentence (``title``), a display
-name, a description, the path that made it ask (``blocked_path``), why it asked
-(``decision_reason``) and the rules it suggests (``suggestions``: "always allow
-this") — and waits for an answer.
+This module is ours (ours, `docs/spec-decisions.md#permission-requests`): the
+original box refused a tool call that needed approval
+(`docs/design.md#design-5-permissions` (§5)). Claude Code asks its host instead,
+through the SDK's ``can_use_tool`` callback — the tool's name, its input, and a
+context: the prompt sentence (``title``), a display name, a description, the path
+that made it ask (``blocked_path``), why it asked (``decision_reason``) and the
+rules it suggests (``suggestions``: "always allow this") — and waits for an answer.
 This module is the rule for such a request while it waits: both chat sessions
 (`beebox_spec.chat_session`, `beebox_spec.thread_pool`) keep their pending
 requests with these functions.

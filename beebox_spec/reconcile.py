@@ -47,11 +47,8 @@ strings read by `parse_iso_timestamp` to the millisecond, as JavaScript's
 The patterns here are ASCII-only, as JavaScript's are: `\\d` is `[0-9]` and a
 word boundary `\\b` sees only `[A-Za-z0-9_]` as word characters.
 
-**Departures from the original, in attribution (security).** The original
-escapes only `"` in the values it injects, while its reader decodes `&amp;`
-too, and its reader takes the *last* `user="…"` of the tag while the injection
-puts the sender *first*; a client that typed `<typed user="mallory">` was read
-as mallory. Here:
+**Attribution cannot be spoofed**
+(ours, `docs/spec-decisions.md#attribution-not-spoofable`):
 
 - The values are escaped as an XML attribute value is, `&` first
   (`&amp;`, `&quot;`, `&lt;`, `&gt;`), and the reader decodes exactly those four
@@ -146,20 +143,22 @@ _LEADING_TYPED_OR_SPEECH_TAG = re.compile(r"^(<(?:typed|speech)\b)([^>]*>)", re.
 
 # §2.2 via the original's `userIdentity` (`cli/lib/session-entry.ts`): an
 # identity attribute of the first `<typed>`/`<speech>`/`<external-input>` tag
-# that carries it. The `[^>]*?` is lazy (ours): the *first* such attribute of
-# the tag, which is where injection puts the sender; the original's greedy
-# `[^>]*` found the last one, which a client could write.
+# that carries it. The `[^>]*?` is lazy: the *first* such attribute of the tag,
+# which is where injection puts the sender
+# (ours, `docs/spec-decisions.md#attribution-not-spoofable`).
 _USER_ATTR = re.compile(r'<(?:typed|speech|external-input)\b[^>]*?\buser="([^"]*)"', re.ASCII)
 _USER_EMAIL_ATTR = re.compile(
     r'<(?:typed|speech|external-input)\b[^>]*?\buser-email="([^"]*)"', re.ASCII
 )
 
-# Ours: a `user="…"` or `user-email="…"` attribute of the tag a client sent,
-# with the whitespace before it; removed before the sender is injected.
+# A `user="…"` or `user-email="…"` attribute of the tag a client sent, with the
+# whitespace before it; removed before the sender is injected
+# (ours, `docs/spec-decisions.md#attribution-not-spoofable`).
 _CLIENT_IDENTITY_ATTR = re.compile(JS_SPACE_CLASS + r'+(?:user|user-email)="[^"]*"')
 
-# Ours: an attribute value escaped as XML escapes one, `&` first so the escape
-# can be undone; `user_identity` decodes exactly these four.
+# An attribute value escaped as XML escapes one, `&` first so the escape can be
+# undone; `user_identity` decodes exactly these four
+# (ours, `docs/spec-decisions.md#attribution-not-spoofable`).
 _ATTRIBUTE_ESCAPES: Final = (("&", "&amp;"), ('"', "&quot;"), ("<", "&lt;"), (">", "&gt;"))
 _ATTRIBUTE_ENTITY = re.compile("|".join(entity for _, entity in _ATTRIBUTE_ESCAPES))
 _ATTRIBUTE_UNESCAPES: Final = {entity: character for character, entity in _ATTRIBUTE_ESCAPES}
@@ -218,12 +217,13 @@ def inject_user_attr(message: str, email: str, name: str) -> str:
     When the message *starts* with a `<typed …>` or `<speech …>` tag, inserts
     ` user="<name>" user-email="<email>"` right after the tag name, before any
     attributes the tag already has, and removes the tag's own `user="…"` and
-    `user-email="…"` attributes, which only the client can have written (ours).
-    Both values are escaped by `_escape_attribute` (ours: the original escapes
-    only `"`). A slash command (a message starting with `/`) is left alone, as
-    is a message that does not start with such a tag. The values are inserted
-    literally (the original builds a JavaScript replacement string, where a `$`
-    in a name would be read as a pattern; that is not part of the rule).
+    `user-email="…"` attributes, which only the client can have written. Both
+    values are escaped by `_escape_attribute`
+    (ours, `docs/spec-decisions.md#attribution-not-spoofable`). A slash command (a
+    message starting with `/`) is left alone, as is a message that does not start
+    with such a tag. The values are inserted literally (the original builds a
+    JavaScript replacement string, where a `$` in a name would be read as a
+    pattern; that is not part of the rule).
     """
     # A slash command is passed to the agent untouched.
     if message.startswith("/"):
@@ -383,9 +383,9 @@ def read_accepted_messages(
     newest `ACCEPTED_SCAN_LIMIT` count). Each becomes an entry by
     `accepted_message`, or is left out. Nothing here decides whether the
     transcript already holds the message: the client does (`reconcile_pending`).
-    **(ours)** A row at or before `settled_through` — the bus row of the chat's
-    last deliberate stop or reset — is owed no more: the stop dropped what it had
-    not delivered, on purpose, and a page must not show it as on its way.
+    A row at or before `settled_through` — the bus row of the chat's last
+    deliberate stop or reset — is owed no more: the stop dropped what it had not
+    delivered, on purpose (ours, `docs/spec-decisions.md#stop-dropped-not-pending`).
     """
     # Only the newest ACCEPTED_SCAN_LIMIT rows count (the caller reads no more than that).
     found = (

@@ -21,7 +21,7 @@ Engine events:
 - `RunClosed` — the run's message stream ended, because the session closed it or
   on its own;
 - `TurnRefused` — the run's send of the turn in flight raised: the run refused
-  the turn (ours: the original left that turn in flight until the run closed).
+  the turn (ours, `docs/spec-decisions.md#refused-turn-closes-run`).
 
 Requests (effects) of a session to its engine:
 

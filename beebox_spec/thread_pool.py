@@ -38,16 +38,19 @@ run and go straight back to ``idle``. Its rules:
    the thread resumes the same SDK session later; ``stop()`` does the same and
    forgets the id. Both go straight to ``idle``. Parked or stopped while its run
    is still starting, the session settles the waiting turn as ``closed`` at once
-   and closes the run the moment it opens, without sending on it.
+   and closes the run the moment it opens, without sending on it
+   (ours, `docs/spec-decisions.md#park-while-starting`).
 5. **Session id.** The first session id the SDK reports is kept (§3.3 "capture
    first session_id"); a session resuming a known id keeps that one.
-6. (Ours) **A refused turn.** A run whose send raises has refused the turn in
-   flight (`TurnRefused`): the session closes that run, and the close settles the
-   turn as ``closed`` (rule 3). Left open, the run would keep the turn in flight
-   for good: the session busy, and the pool waiting on it.
-7. (Ours) **Permission requests** (`beebox_spec.permissions`). The run the
-   session holds may ask for a person's answer before a tool runs; the request is
-   pending until answered, timed out, withdrawn, or ended with its run. Park and
+6. **A refused turn** (ours, `docs/spec-decisions.md#refused-turn-closes-run`). A
+   run whose send raises has refused the turn in flight (`TurnRefused`): the
+   session closes that run, and the close settles the turn as ``closed`` (rule
+   3). Left open, the run would keep the turn in flight for good: the session
+   busy, and the pool waiting on it.
+7. **Permission requests** (ours, `docs/spec-decisions.md#permission-requests`),
+   by `beebox_spec.permissions`. The run the session holds
+   may ask for a person's answer before a tool runs; the request is pending until
+   answered, timed out, withdrawn, or ended with its run. Park and
    stop — and closing a run that refused its turn — deny the run's pending
    requests before the close (``permission-ended``, how ``stopped``): a parked
    thread's turn ends on an answer, not on a missing one. A run the session has

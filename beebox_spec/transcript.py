@@ -17,11 +17,10 @@ The history read, top to bottom:
    `"\\n"`. Bytes that are not valid UTF-8 decode to U+FFFD (as Node's UTF-8 stream
    decoding does); a byte-order mark is kept, so a first line starting with one does
    not parse. A `"\\r"` ending a line is removed, so `"\\r\\n"` reads as `"\\n"`; a
-   `"\\r"` anywhere else is an ordinary character (the original's `readline` also
-   broke lines on a lone `"\\r"`; Claude Code never writes one, and the byte-level
-   line lookup never did). A final `"\\n"` ends the last line and adds no empty
-   line after it; an empty file has no lines. Every line counts for the 1-based
-   line number, blank or not.
+   `"\\r"` anywhere else is an ordinary character
+   (ours, `docs/spec-decisions.md#line-splitting`). A final `"\\n"` ends the last
+   line and adds no empty line after it; an empty file has no lines. Every line
+   counts for the 1-based line number, blank or not.
 2. **The guard** (`read_transcript_lines`, §1.2), in one of two photo modes
    (`PhotoMode`), one table (`STRIPS_EVERY_LINE`):
 
@@ -37,17 +36,10 @@ The history read, top to bottom:
    bound with nothing to strip, or still too long without its payloads — it is
    `oversize` and is never parsed. (In `refs` a line nothing was stripped from
    is read as in `original`: as it stands if it fits, `oversize` if not.)
-   **(ours, departure)** `original` is §1.2's rule, and every vector without a
-   mode is read in it. `refs` is ours, the box's default: the original stripped a
-   photo only when its line was over 256 KiB, so a small photo (a 6.5 KB
-   screenshot) travelled inline as base64 in every history read, had no
-   reference to fetch it by, and a client had to handle three shapes of image.
-   In `refs`, rule 4 mints a reference for every image payload of at least 1,024
-   base64 characters, whatever its line's length, and a history carries no photo
-   bytes but those of an image under 1,024 characters (768 bytes decoded), which
-   the strip rule does not take and which stays inline. The strip and the way
-   back are unchanged, so minting and extraction remain one enumeration in both
-   modes.
+   `original` is §1.2's rule, and every vector without a mode is read in it;
+   `refs` is the box's default (ours, `docs/spec-decisions.md#photos-by-reference`).
+   Both modes strip, mint and follow back the same way, so in `refs` the only
+   photo bytes a history carries are those the strip rule does not take.
 3. **Stubs** (`oversize_entry`, §1.1). An oversize line becomes a placeholder
    entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
    shows a record the parse would drop too (not a user or assistant turn, `isMeta`,
@@ -55,21 +47,14 @@ The history read, top to bottom:
    and assumes Claude Code's compact JSON; its accepted limitations are the
    original's. It reads only the head and the line's UTF-8 length, so
    `oversize_entry_from_head` states the rule on those two alone (a streaming
-   reader never holds the line).
-   **(ours, departure)** The record's type is the value of the first `"type"` key
-   at the top level of the head — outside every nested object, array and string
-   (`sniff_record_type`, over `sniff_top_level_keys`). Every type but user and
+   reader never holds the line). The record's type is the value of the first
+   `"type"` key at the top level of the head, outside every nested object, array
+   and string (`sniff_record_type`, over `sniff_top_level_keys`)
+   (ours, `docs/spec-decisions.md#stub-top-level-type`). Every type but user and
    assistant is dropped, as the parse drops it. A head that shows no top-level
-   type is a turn's — the assistant's, as before — when it shows the top-level
-   `message` key every turn has (Claude Code writes it among a line's first
-   keys), and is dropped when it shows none. The original took whichever of
-   `"type":"user"`, `"type":"assistant"` and `"type":"system"` came first anywhere
-   in the head, and stubbed every line without one. Claude Code now writes lines
-   of other types that carry a person's words or photos (`queue-operation`,
-   `last-prompt` and `api-request-blob` copy the prompt; `attachment`, whose
-   type comes after its payload, a file): one over the bound showed as a stub of
-   a message nobody sent, or of the user's when a nested `"type":"user"` came
-   first.
+   type is the assistant's when it shows the top-level `message` key every turn
+   has (Claude Code writes it among a line's first keys), and is dropped when it
+   shows none.
 4. **Entries** (`entries_from_lines`, `entry_from_record`). Blank and unparsable
    lines (comments, a half-written last line, anything that is not a JSON object)
    are skipped. A parsed record becomes an entry when it is a user or assistant
@@ -83,26 +68,10 @@ The history read, top to bottom:
    counts it). An image block with no source to show (no bytes, URL or reference)
    shows nothing. So tool_result plumbing turns are still dropped — their images,
    if any, sit nested inside the `tool_result`, outside the one enumeration — and
-   so are blank turns and turns whose every text is plumbing.
-   **(ours, departure)** The original (`cli/lib/session-entry.ts`
-   `classifyUserEntry`) dropped every user turn without non-blank text, image-only
-   turns included; its `session-content.ts` says so on purpose, to hide
-   "PDF-reading plumbing (user-role turns containing only images)". That drops the
-   very turn `docs/sources.md#history-photos` exists for: a 300 KB line holding one
-   caption-less photo is stripped, and then yields no entry, so the photo never gets
-   the reference the strip made room for. That page is the requirement; we keep
-   the turn. The price: a synthetic image-only user turn that is not marked
-   `isMeta` now shows as an image.
-   **(inference)** §1.1 gives the stub's drop rules and names the parse as the
-   rule they imitate without stating it; the rest of the rule above is the
-   original's `buildEntry`, read for this decision. It agrees with one of §1.1's
-   accepted limitations ("a tool_result-shaped user turn that also has real text
-   is dropped whole" — so the parse keeps it); the other ("image-only oversize
-   user turns become a visible stub") is no longer a disagreement: stub and parse
-   both keep such a turn. The oversize stub rules stay exactly §1.1's.
-   That original also gave compaction summaries and `[Request interrupted by user]`
-   turns entry types of their own; §2.4's `SessionEntry` has only user and
-   assistant, so here they stay user entries.
+   so are blank turns and turns whose every text is plumbing. An image-only user
+   turn is kept (ours, `docs/spec-decisions.md#image-only-turns-kept`); beyond the
+   stub's drop rules (§1.1), this rule is an inference, settled in
+   `docs/spec-decisions.md#transcript-entries`.
 5. **Tool results ride on their calls** (`attach_tool_result`). The CLI writes a
    tool's result as a user turn of its own after the call — `tool_result` blocks
    naming the call's `tool_use_id` — and rule 4 drops that turn as plumbing, so
@@ -116,13 +85,8 @@ The history read, top to bottom:
    true`. A call is answered once; a result whose call is not there to answer
    (answered already, shadowed, never written, an empty id, or in an oversize
    line, whose stub has no blocks) attaches nowhere, and an oversize line is
-   never parsed, so a result in one attaches nothing either.
-   **(inference)** The original copied each tool_result's summary onto the
-   matching earlier `tool_use` block (`cli/lib/session-entry.ts`, read for this
-   rule); no spec source states it, and its code was not read for the edge cases:
-   the "latest unanswered call" and "answered once" readings are ours, chosen so a
-   reader that streams the file forward can apply them with what it has seen.
-   `isError` is ours too (a failed tool shows as failed).
+   never parsed, so a result in one attaches nothing either
+   (ours, `docs/spec-decisions.md#tool-results-on-calls`).
    The content is `transform_content`'d with the line's identity
    `{sessionId, entryUuid}` when the line was stripped and None otherwise, so only
    stripped images get references. `uuid` and `timestamp` read as
@@ -540,7 +504,8 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
         if not content:
             return None
         return {"uuid": uuid, "type": "assistant", "timestamp": timestamp, "content": content}
-    # (ours) Nothing a person put there — no real text, no photo: plumbing or blank.
+    # Nothing a person put there — no real text, no photo: plumbing or blank
+    # (ours, `docs/spec-decisions.md#image-only-turns-kept`).
     if not any(_shows_something(block) for block in content):
         return None
     entry: SessionEntry = {"uuid": uuid, "type": "user", "timestamp": timestamp, "content": content}

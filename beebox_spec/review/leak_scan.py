@@ -5,9 +5,9 @@ Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`
 further than the original: `docs/design.md#design-5-leak-scan` (§5).
 
 Chat review rejects a generated field only for a credential shape, never for a
-name, an email address or a place. Going further than the original, the span
-text is redacted with the same table before it leaves the machine
-(`beebox_spec.review.rendering.reviewer_span_text`).
+name, an email address or a place. The span text is redacted with the same table
+before it leaves the machine, by `beebox_spec.review.rendering.reviewer_span_text`
+(ours, `docs/spec-decisions.md#span-redacted`).
 """
 
 from __future__ import annotations
@@ -110,8 +110,9 @@ def redact_credentials(text: str) -> str:
     merged and replaced once. Replacing can expose a new shape — a key glued
     to the end of another (`…0sk-…` has no word boundary before `sk-`; after
     the first is redacted, `]sk-…` has one) — so the result is scanned again
-    until no shape remains. This ends: a finding never includes the marker's
-    characters, so each round removes text that was there before.
+    until no shape remains (ours, `docs/spec-decisions.md#redaction-repeats`).
+    This ends: a finding never includes the marker's characters, so each round
+    removes text that was there before.
     """
     while findings := scan_credentials(text):
         text = _replace_spans(text, [(finding.start, finding.end) for finding in findings])

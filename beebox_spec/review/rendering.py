@@ -62,9 +62,10 @@ def render_entries(entries: Sequence[SessionEntry]) -> str:
     """Dialogue plus one-line tool summaries, uncapped (the original's `renderEntries`).
 
     Only `user` and `assistant` entries render, each as its lines joined by
-    "\\n"; an entry that renders to its header line alone is dropped (counted
-    in lines, not by looking for a newline: a timestamp may hold one); entries
-    are joined by "\\n\\n---\\n\\n".
+    "\\n"; an entry whose lines are its header alone is dropped, however many
+    newlines the header's timestamp holds
+    (ours, `docs/spec-decisions.md#header-alone-by-lines`); entries are joined by
+    "\\n\\n---\\n\\n".
     """
     rendered = [_render_lines(entry) for entry in entries if entry["type"] in ("user", "assistant")]
     # A header alone means nothing visible survived.
@@ -97,9 +98,9 @@ def elide_middle(text: str, max: int = MAX_RENDERED_CHARS) -> str:
 def reviewer_span_text(entries: Sequence[SessionEntry]) -> str:
     """The span text a reviewer receives: rendered, redacted, elided, redacted again.
 
-    §4.7 step 7 sends `elideMiddle(renderEntries(entries), 40000)`. Going
-    further (`docs/design.md#design-5-leak-scan`), credential shapes are redacted
-    before the text leaves the machine: once before eliding, so a key cut in half
+    §4.7 step 7 sends `elideMiddle(renderEntries(entries), 40000)`. Credential
+    shapes are redacted before the text leaves the machine
+    (ours, `docs/spec-decisions.md#span-redacted`): once before eliding, so a key cut in half
     by the elision cannot slip through as a fragment, and once after, because
     cutting can expose a shape that a word boundary hid. The size gate still
     measures the render (`beebox_spec.review.journal.span_size`), not this text.
