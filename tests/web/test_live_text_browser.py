@@ -1,0 +1,166 @@
+"""Live text on the page (issue 37, point 1), fed the events of the live-text contract.
+
+The box streams a reply as ``turn-delta`` events (``{"text": piece}``) on
+``/api/events``; the finished assistant message then comes whole as the ``message``
+event and replaces the pieces (shown once, not twice); ``done`` drops what never
+became a message. Bootstrap's ``liveText`` is the text streamed so far, so a page
+opened or reloaded mid-turn shows it. These tests drive the page with exactly those
+events and fields, served by Playwright in place of the box's stream or beside its
+bootstrap answer, against a served box whose turn is held open (so the chat is
+busy, as it is while a reply streams). The same behaviour against the real Claude
+Code CLI is `test_claude_reply_browser.py`.
+
+Before issue 37 the page knew no ``turn-delta`` event and no ``liveText``: it showed
+nothing until the whole message came.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from tests.web.conftest import ServedBox
+from tests.web.test_browser import DESKTOP, WAIT_MS, _expect
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page, Route
+
+
+def sse(*events: tuple[str, dict[str, Any]]) -> str:
+    """A Server-Sent Events body of ``(name, data)`` events."""
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+def delta(text: str) -> tuple[str, dict[str, Any]]:
+    return ("turn-delta", {"text": text})
+
+
+def assistant(uuid: str, text: str) -> tuple[str, dict[str, Any]]:
+    message = {
+        "type": "assistant",
+        "uuid": uuid,
+        "message": {"content": [{"type": "text", "text": text}]},
+    }
+    return ("message", {"message": message})
+
+
+def scripted_stream(context: BrowserContext, bodies: list[str]) -> None:
+    """Answer the page's event stream with ``bodies``, one a connection (the page
+    reconnects after each ends); then with an empty body, again and again."""
+    remaining: Iterator[str] = iter(bodies)
+
+    def answer(route: Route) -> None:
+        route.fulfill(
+            status=200,
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"},
+            body=next(remaining, ""),
+        )
+
+    context.route("**/api/events", answer)
+
+
+def open_busy_page(
+    browser: Browser, served: ServedBox, bodies: list[str]
+) -> tuple[BrowserContext, Page, list[str]]:
+    """A turn held open, then a logged-in page whose stream is ``bodies``."""
+    served.api("POST", "/api/chat/send", {"message": "Water the tomatoes"})
+    context = browser.new_context(viewport=DESKTOP)
+    scripted_stream(context, bodies)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(served.login_url)
+    return context, page, problems
+
+
+def streaming(page: Page) -> Any:
+    return page.locator('.message.live[data-live="streaming"]')
+
+
+def test_pieces_show_as_they_come_and_the_finished_message_replaces_them(
+    browser: Browser, served_box: Callable[..., ServedBox]
+) -> None:
+    expect = _expect()
+    served = served_box(gated=True)
+    context, page, problems = open_busy_page(
+        browser,
+        served,
+        [
+            sse(delta("Hello **wor"), delta("ld**, and | a table?")),
+            sse(assistant("live-msg-1", "Hello **world**, and more. All done.")),
+            sse(delta("A second message, cut short")),
+            sse(("done", {"subtype": "success"})),
+        ],
+    )
+    # The pieces, joined and rendered as Markdown as they come.
+    expect(streaming(page)).to_contain_text("Hello world, and | a table?")
+    expect(streaming(page).locator("strong")).to_have_text("world")
+    # The finished message replaces them: shown once, and read out.
+    finished = page.locator('.message.live[data-live="live-msg-1"]')
+    expect(finished).to_have_text("Hello world, and more. All done.")
+    expect(page.locator(".message", has_text="Hello world")).to_have_count(1)
+    expect(page.locator("#announcer")).to_have_text("Box: Hello world, and more. All done.")
+    # More pieces start a new streaming text beside it; `done` takes them away.
+    expect(streaming(page)).to_have_text("A second message, cut short")
+    expect(streaming(page)).to_have_count(0, timeout=WAIT_MS)
+    expect(finished).to_have_count(1)
+    assert problems == []
+    context.close()
+
+
+def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
+    browser: Browser, served_box: Callable[..., ServedBox]
+) -> None:
+    """Bootstrap's ``liveText`` is shown; a finished message it begins with, already in
+    the transcript, is not shown a second time; pieces streamed after it add to it."""
+    expect = _expect()
+    served = served_box(gated=True)
+    reads: list[str | None] = []
+
+    def with_live_text(route: Route) -> None:
+        answer = route.fetch()
+        boot = answer.json()
+        if boot["status"]["busy"]:
+            # The turn's held answer is in the transcript already; the text streamed
+            # so far goes on past it.
+            said = [e for e in boot["history"]["entries"] if e["type"] == "assistant"][-1]
+            boot["liveText"] = said["content"][0]["text"] + "\n\nAnd now the **beans**"
+        reads.append(boot.get("liveText"))
+        route.fulfill(response=answer, json=boot)
+
+    context, page, problems = open_busy_page(browser, served, [])
+    page.route("**/api/chat/bootstrap*", with_live_text)
+    page.reload()
+    expect(streaming(page)).to_have_text("And now the beans")
+    expect(streaming(page).locator("strong")).to_have_text("beans")
+    said = page.locator(".message", has_text='You said: "Water the tomatoes"')
+    expect(said).to_have_count(1)
+    assert any(text is not None for text in reads)
+    # A piece streamed after it goes on from it (the stream's next connection).
+    page.route(
+        "**/api/events",
+        lambda route: route.fulfill(
+            status=200,
+            headers={"Content-Type": "text/event-stream"},
+            body=sse(delta(", then the peas")),
+        ),
+        times=1,
+    )
+    expect(streaming(page)).to_have_text("And now the beans, then the peas")
+    expect(said).to_have_count(1)
+    # A reload shows the text so far again, from bootstrap alone.
+    page.reload()
+    expect(streaming(page)).to_have_text("And now the beans")
+    expect(said).to_have_count(1)
+
+    # The turn ends: the live text is gone, the transcript's reply stays, once.
+    page.unroute("**/api/chat/bootstrap*")
+    context.unroute("**/api/events")
+    served.release(1)
+    page.reload()
+    expect(page.locator("#status")).to_have_text("Ready")
+    expect(page.locator(".message.live")).to_have_count(0)
+    expect(said).to_have_count(1)
+    assert problems == []
+    context.close()
