@@ -34,13 +34,16 @@ The rounds interleave every command (after one untimed warm-up round that also
 leaves the index shelves warm and the bytecode cache filled), so a change in the
 machine's load falls on every figure alike; the peer's export, seconds long, has
 fewer rounds of its own after them. Stdout goes to /dev/null in timed runs. Every
-process runs from bytecode, as an installed package does (`child_environment`). Peak RSS: GNU time's maximum resident set size
-(``/usr/bin/time -f %M``) of one more run of each command, whose output is also
-checked (entry counts and totals against the generator's, a photo's SHA-256, the
-peer's entry count); n/a without GNU time. A child's `ru_maxrss` seen from this
-script would start at this script's own high-water mark (Linux carries it across
-exec), hence the separate small parent. Files are in the page cache (just written):
-CPU and memory figures, not disk.
+process runs from bytecode, as an installed package does (`child_environment`).
+
+Peak RSS: GNU time's maximum resident set size (``/usr/bin/time -f %M``: of the
+process, or of its largest worker where it starts some, as the peer's export does)
+of one more run of each command, whose output is also checked (entry counts and
+totals against the generator's, a photo's SHA-256, the peer's entry count, the size
+of its page); n/a without GNU time. A child's `ru_maxrss` seen from this script
+would start at this script's own high-water mark (Linux carries it across exec),
+hence GNU time as the small parent. Files are in the page cache (just written): CPU
+and memory figures, not disk.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
 from generate_transcript import GeneratedTranscript, generate_transcript
+from report import Row, load_average, print_table
 
 TAIL: Final = 200
 PAGE: Final = (0, 2000)
@@ -156,16 +160,6 @@ class Box:
     root: Path
     made: GeneratedTranscript
     shelf: Path
-
-
-@dataclass(frozen=True)
-class Row:
-    measure: str
-    ours: str
-    baseline: str
-    ratio: str
-    target: str
-    status: Status
 
 
 # ---------------------------------------------------------------------------------
@@ -582,38 +576,6 @@ def serve_row(serve: list[float], python: Command) -> Row:
     return Row(name, _ms(figure), f"python -c pass {_figure(python)}", ratio, target, status)
 
 
-def print_table(rows: list[Row]) -> None:
-    """The table, then the summary line (MISSED rows repeated, loudly)."""
-    header = ("measure", "ours", "baseline", "ratio", "target")
-    cells = [header, *[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: tuple[str, ...], status: str) -> str:
-        padded = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        return " | ".join(padded) + f" | {status}"
-
-    print(line(header, "ok?"))
-    print("-+-".join("-" * width for width in widths) + "-+-----")
-    for row, cell in zip(rows, cells[1:], strict=True):
-        print(line(cell, row.status))
-    print()
-    judged = [row for row in rows if row.status not in ("info", "n/a")]
-    missed = [row for row in judged if row.status != "ok"]
-    if missed:
-        print(f"SUMMARY: {len(judged) - len(missed)}/{len(judged)} targets met — MISSED:")
-        for row in missed:
-            print(f"  *** {row.status}: {row.measure} ({row.ours} vs {row.baseline}; {row.target})")
-    else:
-        print(f"SUMMARY: all {len(judged)} targets met.")
-
-
-def _load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "?"
-
-
 Say: TypeAlias = Callable[[str], None]
 
 
@@ -631,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
-    load_before = _load_average()
+    load_before = load_average()
     print(
         f"beebox whole-process benchmark ({config.name}): each figure one process, the median "
         f"of {config.rounds} interleaved rounds ({config.slow_rounds} for the peer's export) "
@@ -672,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"bbx serve: {error}")
                 break
     print(
-        f"load average (1 min): {load_before} at the start, {_load_average()} at the end "
+        f"load average (1 min): {load_before} at the start, {load_average()} at the end "
         "(other processes' load makes absolute figures noisy; the ratios are of one run)"
     )
     print()
