@@ -94,6 +94,15 @@ The rules, in the order a reader meets them:
    close ends the rest unanswered. A request asked by a run the session is
    closing is denied at once. Requests change no phase: a turn waiting for an
    answer is still in flight, so the session reads busy and sends are queued.
+11. (Ours) **Live text** (`beebox_spec.sdk_messages`, "Live text"). A
+   ``stream_event`` is a piece of a message, not a message: it is not emitted as
+   ``message``. Each message moves the session's live text as
+   `sdk_messages.live_text_after` says, and a text delta is emitted as
+   ``turn-delta`` (its text), in order. The run's close drops the live text, and
+   a run the session asked to close (stop, reset, restart, a refused turn)
+   streams none: its text deltas are not emitted and the live text reads None
+   (`session_live_text`) from the request on. The live text is the session's
+   state only; it enters no effect but ``turn-delta``.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -151,7 +160,12 @@ from beebox_spec.run_protocol import (
     Stop,
     TurnRefused,
 )
-from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
+from beebox_spec.sdk_messages import (
+    AdaptedMessage,
+    accumulate_assistant_text,
+    live_text_after,
+    text_delta,
+)
 
 __all__ = [
     "QUEUE_SEPARATOR",
@@ -193,6 +207,7 @@ __all__ = [
     "initial_state",
     "observe",
     "session_busy",
+    "session_live_text",
     "session_running",
     "step",
 ]
@@ -219,6 +234,7 @@ class ChatSessionState:
     ``forgotten_run`` is the run a reset found, whose messages assign no session id,
     until its close (rule 9); None otherwise.
     ``permissions`` are the pending permission requests, in the order asked (rule 10).
+    ``live_text`` is the text so far of the assistant message in progress (rule 11).
     """
 
     lifecycle: Lifecycle[int] = IDLE
@@ -232,6 +248,7 @@ class ChatSessionState:
     turn_drained: tuple[str, ...] = ()
     forgotten_run: int | None = None
     permissions: tuple[PendingPermission, ...] = ()
+    live_text: str | None = None
 
 
 def initial_state(session_id: str | None = None) -> ChatSessionState:
@@ -247,6 +264,11 @@ def session_running(state: ChatSessionState) -> bool:
 def session_busy(state: ChatSessionState) -> bool:
     """`isBusy()`: the session-level reading (``starting`` counts as busy)."""
     return session_is_busy(state.lifecycle)
+
+
+def session_live_text(state: ChatSessionState) -> str | None:
+    """The live text a reader sees (rule 11): None once the run's close is asked for."""
+    return None if state.close_requested else state.live_text
 
 
 def can_accept_send(state: ChatSessionState) -> bool:
@@ -357,6 +379,7 @@ EmittedEvent: TypeAlias = Literal[
     "session-id",
     "message",
     "task",
+    "turn-delta",
     "done",
     "turn-text",
     "close",
@@ -536,7 +559,13 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
 
     if message["type"] == "task":
         return ChatSessionStep(state, (*effects, Emit("task", message)))
-    state = replace(state, turn_text=accumulate_assistant_text(state.turn_text, message))
+    if message["type"] == "stream_event":
+        return _partial_message(state, message, effects)
+    state = replace(
+        state,
+        turn_text=accumulate_assistant_text(state.turn_text, message),
+        live_text=live_text_after(state.live_text, message),
+    )
     effects.append(Emit("message", message))
     if message["type"] != "result":
         return ChatSessionStep(state, tuple(effects))
@@ -550,6 +579,21 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
     return ChatSessionStep(drained.state, (*effects, *drained.effects))
 
 
+def _partial_message(
+    state: ChatSessionState, message: AdaptedMessage, effects: list[Effect]
+) -> ChatSessionStep:
+    """Rule 11: a stream event moves the live text, and a text delta is emitted
+    (after ``effects``, the session id's)."""
+    # A run the session asked to close streams no live text.
+    if state.close_requested:
+        return ChatSessionStep(state, tuple(effects))
+    state = replace(state, live_text=live_text_after(state.live_text, message))
+    delta = text_delta(message)
+    if delta is not None:
+        effects.append(Emit("turn-delta", delta))
+    return ChatSessionStep(state, tuple(effects))
+
+
 def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     # Only the current run can end: the session never lets go of a run before its close.
     if lifecycle_run(state.lifecycle) != run:
@@ -559,8 +603,14 @@ def _run_closed(state: ChatSessionState, run: int) -> ChatSessionStep:
     idle: Lifecycle[int] = next_lifecycle(state.lifecycle, IDLE)
     # Rule 10: what the run still asked ends with it, unanswered.
     dropped = _permissions(state, drop_run(state.permissions, run))
+    # Rule 11: the run's live text goes with it.
     state = replace(
-        dropped.state, lifecycle=idle, close_requested=False, turn_drained=(), forgotten_run=None
+        dropped.state,
+        lifecycle=idle,
+        close_requested=False,
+        turn_drained=(),
+        forgotten_run=None,
+        live_text=None,
     )
     closed: Effect = Emit("close", 0 if intentional else None)
     close = (*dropped.effects, closed)
@@ -637,15 +687,17 @@ class Observation:
     running: bool
     queue: tuple[str, ...]
     permissions: tuple[str, ...]
+    live_text: str | None
 
 
 def observe(state: ChatSessionState) -> Observation:
-    """The session's phase, busy and running readings, its queue and the ids of its
-    pending permission requests."""
+    """The session's phase, busy and running readings, its queue, the ids of its
+    pending permission requests and its live text."""
     return Observation(
         phase=state.lifecycle.phase,
         busy=session_busy(state),
         running=session_running(state),
         queue=state.queue,
         permissions=tuple(held.id for held in state.permissions),
+        live_text=session_live_text(state),
     )

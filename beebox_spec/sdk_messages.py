@@ -54,6 +54,36 @@ else its ``errors`` joined with ``"; "``, else its subtype. (Observed on Claude
 Code 2.1.332; the original has no such rule: a failed turn showed its words
 while it streamed, and then nothing.)
 
+(Ours) **Live text** (`text_delta`, `live_text_after`). Asked for partial
+messages (the SDK's ``include_partial_messages``), the CLI also says each event
+of the Messages API's stream as a ``stream_event`` while the message it streams
+is in progress; the complete message follows as its ``assistant`` message (one
+for each content block, said before that block's ``content_block_stop``). A
+*partial message* is a piece of the text of the assistant message in progress:
+a *text delta* is a ``stream_event`` of the main conversation (its
+``parent_tool_use_id`` null: a sub-agent's text is not the turn's) whose event
+is a ``content_block_delta`` with a ``text_delta`` of non-empty ``text``. The
+*live text* is the text so far of the message in progress, None when no text is
+streaming; each message that arrives changes it so:
+
+=====================  ==============================================================
+message                the live text after it
+=====================  ==============================================================
+a text delta           the live text so far (``""`` when None) with its text appended
+``message_start``      None: a new message begins (a retry's, after a failed attempt)
+``assistant``          None: the complete message replaces it
+``result``             None: the turn ended
+anything else          unchanged
+=====================  ==============================================================
+
+``message_start`` counts only when it is the main conversation's. Every other
+stream event (a block's start and stop, ``thinking_delta``, ``input_json_delta``,
+``message_delta``, ``message_stop``, a sub-agent's) leaves the live text as it
+is. It is shown, never kept: it is no part of the turn's text
+(`accumulate_assistant_text` reads complete messages), of the transcript, or of
+any record. A run's end drops it too (`beebox_spec.chat_session`, rule 11).
+(Observed on Claude Code 2.1.332 with ``--include-partial-messages``.)
+
 `message_kind` shows the union handled exhaustively: it ends in
 `typing.assert_never`, so a new member is a type error until every such
 switch gives it a fate. `extract_chat_responses` is the thread session's
@@ -94,7 +124,9 @@ __all__ = [
     "adapt_sdk_message",
     "assistant_text",
     "extract_chat_responses",
+    "live_text_after",
     "message_kind",
+    "text_delta",
     "turn_error",
 ]
 
@@ -578,6 +610,42 @@ def assistant_text(message: AdaptedMessage) -> str:
 def accumulate_assistant_text(prior: str, message: AdaptedMessage) -> str:
     """The turn's text so far with this message's assistant text appended (§3.6)."""
     return prior + assistant_text(message)
+
+
+def text_delta(message: AdaptedMessage) -> str | None:
+    """The text a partial message adds to the live text (the module doc); None for
+    any other message, a sub-agent's, and a delta of no text."""
+    # Only the main conversation's stream events carry the turn's partial text.
+    if message["type"] != "stream_event" or message["parent_tool_use_id"] is not None:
+        return None
+    event = message["event"]
+    delta = _object(event.get("delta"))
+    # A content block's text delta: any other event streams no text.
+    if (
+        event.get("type") != "content_block_delta"
+        or delta is None
+        or delta.get("type") != "text_delta"
+    ):
+        return None
+    return _non_empty_string(delta.get("text"))
+
+
+def live_text_after(live: str | None, message: AdaptedMessage) -> str | None:
+    """The live text once ``message`` has arrived (the module doc's table)."""
+    delta = text_delta(message)
+    if delta is not None:
+        return (live or "") + delta
+    # A complete message replaces the live text; a result ends the turn.
+    if message["type"] == "assistant" or message["type"] == "result":
+        return None
+    # A new message of the main conversation begins: whatever streamed before is not its.
+    if (
+        message["type"] == "stream_event"
+        and message["parent_tool_use_id"] is None
+        and message["event"].get("type") == "message_start"
+    ):
+        return None
+    return live
 
 
 # How an interrupted turn ends (a stop, a restart or a person's interrupt): not a failure.

@@ -8,12 +8,14 @@ listener sees the same events in the same order:
   and payload), ``chat-turn`` when a send started a turn (its ``turnId``);
 - **turn events** — the whole-box chat's session events
   (`beebox_impl.session.events`), relayed by `relay_chat_events`: ``session-id``,
-  ``message`` (an adapted SDK message), ``task``, ``done``, ``turn-text``,
-  ``close``, ``start-failed``, ``permission-request`` and ``permission-ended``
-  (`beebox_spec.permissions`); and ``turn-error`` beside the ``message`` of a
-  failed turn's result (`beebox_spec.sdk_messages.turn_error`: the CLI's words
-  for an API call it gave up on, or a limit that ended the turn), so a client
-  need not read result messages to tell a person their turn failed.
+  ``message`` (an adapted SDK message, complete), ``task``, ``turn-delta`` (a
+  piece of the assistant message in progress, to append to its text so far:
+  `beebox_spec.sdk_messages`, "Live text"; never recorded), ``done``,
+  ``turn-text``, ``close``, ``start-failed``, ``permission-request`` and
+  ``permission-ended`` (`beebox_spec.permissions`); and ``turn-error`` beside the
+  ``message`` of a failed turn's result (`beebox_spec.sdk_messages.turn_error`:
+  the CLI's words for an API call it gave up on, or a limit that ended the turn),
+  so a client need not read result messages to tell a person their turn failed.
 
 Delivery is `EventFanout`'s: publishing never waits, and a listener that falls
 more than its buffer behind is cut off (its stream ends) rather than shown a
@@ -45,6 +47,7 @@ from beebox_impl.session.events import (
     SessionIdAssigned,
     StartFailed,
     Task,
+    TurnDelta,
     TurnText,
     follow_events,
 )
@@ -69,6 +72,7 @@ __all__ = [
     "SenderData",
     "SessionIdData",
     "StartFailedData",
+    "TurnDeltaData",
     "TurnErrorData",
     "TurnTextData",
     "chat_event_data",
@@ -122,6 +126,13 @@ class NoData(TypedDict):
     """``done`` (a turn ended) and ``events-lost``: the name says it all."""
 
 
+class TurnDeltaData(TypedDict):
+    """``turn-delta``: a piece of the assistant message in progress, to append to its
+    text so far; the ``message`` event that follows carries the message whole."""
+
+    text: str
+
+
 class TurnTextData(TypedDict):
     """``turn-text``: the text of the turn that ended."""
 
@@ -168,6 +179,7 @@ BoxEventData: TypeAlias = (
     | SessionIdData
     | MessageData
     | NoData
+    | TurnDeltaData
     | TurnTextData
     | CloseData
     | StartFailedData
@@ -202,6 +214,7 @@ BoxEvent: TypeAlias = (
     | BoxEventOf[Literal["session-id"], SessionIdData]
     | BoxEventOf[Literal["message"], MessageData]
     | BoxEventOf[Literal["task"], MessageData]
+    | BoxEventOf[Literal["turn-delta"], TurnDeltaData]
     | BoxEventOf[Literal["done"], NoData]
     | BoxEventOf[Literal["turn-text"], TurnTextData]
     | BoxEventOf[Literal["close"], CloseData]
@@ -218,6 +231,7 @@ BoxEventName: TypeAlias = Literal[
     "session-id",
     "message",
     "task",
+    "turn-delta",
     "done",
     "turn-text",
     "close",
@@ -267,7 +281,7 @@ def chat_event_data(event: ChatEvent) -> BoxEventData:
             return {"message": message}
         case Done():
             return {}
-        case TurnText(text=text):
+        case TurnDelta(text=text) | TurnText(text=text):
             return {"text": text}
         case Closed(code=code):
             return {"code": code}

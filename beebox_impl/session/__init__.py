@@ -31,6 +31,7 @@ from beebox_impl.session.events import (
     StartFailed,
     Task,
     ThreadSessionEvent,
+    TurnDelta,
     TurnText,
 )
 from beebox_impl.session.pool import ChatSessionPool, PoolSendResult, record_after_park
@@ -73,6 +74,7 @@ __all__ = [
     "Task",
     "ThreadRun",
     "ThreadSessionEvent",
+    "TurnDelta",
     "TurnSettlement",
     "TurnText",
     "pump_chat_run",

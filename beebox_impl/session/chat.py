@@ -56,6 +56,12 @@ The rules (numbered as in `beebox_spec.chat_session`)
    close; an ask of a run the session is closing is denied at once. Listeners
    hear `PermissionRequested` and `PermissionEnded`; ``on_permission_event``
    hears them inside the step (the box's record of decisions).
+11. **Live text** (ours). A run's ``stream_event`` messages are pieces of the
+   message in progress, not messages: each moves the live text
+   (`beebox_spec.sdk_messages.live_text_after`) and a text delta is published as
+   `TurnDelta`, never as `Message`; the complete message, the turn's result and
+   the run's end drop it, and a run the session asked to close streams none
+   (`live_text` reads None). It is kept in memory only: no store, no record.
 
 How it runs
 -----------
@@ -125,6 +131,7 @@ from beebox_impl.session.events import (
     SessionIdAssigned,
     StartFailed,
     Task,
+    TurnDelta,
     TurnText,
 )
 from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
@@ -154,7 +161,12 @@ from beebox_spec.permissions import (
     PermissionReply,
     PermissionRequest,
 )
-from beebox_spec.sdk_messages import AdaptedMessage, accumulate_assistant_text
+from beebox_spec.sdk_messages import (
+    AdaptedMessage,
+    accumulate_assistant_text,
+    live_text_after,
+    text_delta,
+)
 
 __all__ = ["QUEUE_SEPARATOR", "ChatRun", "ChatSession", "FeatureDeltaHook", "TurnEndHook"]
 
@@ -303,6 +315,8 @@ class ChatSession:
         self._first_turn: list[_QueuedText] = []
         self._first_turn_drained = False
         self._turn_text = ""
+        # Rule 11: the text so far of the assistant message in progress.
+        self._live_text: str | None = None
         # The turn in flight, for `on_turn_end`.
         self._turn: _Turn | None = None
         self._runs_started = 0
@@ -394,6 +408,12 @@ class ChatSession:
         # The close window: the session asked its run to close (the handle says so).
         handle = lifecycle_run(self._lifecycle)
         return handle is not None and handle.close_requested
+
+    @property
+    def live_text(self) -> str | None:
+        """The text so far of the assistant message being streamed now (rule 11); None
+        when none is, and once the session has asked its run to close."""
+        return None if self._close_requested() else self._live_text
 
     @property
     def queue(self) -> tuple[str, ...]:
@@ -761,6 +781,8 @@ class ChatSession:
         self._permissions.drop_run(handle.number)
         self._lifecycle = next_lifecycle(self._lifecycle, IDLE)
         self._forgotten_run = None
+        # Rule 11: the run's live text goes with it.
+        self._live_text = None
         self._turn_ended(delivered=False)
         self._events.publish(Closed(0 if intentional else None))
         if intentional:
@@ -938,7 +960,11 @@ class ChatSession:
         if message["type"] == "task":
             self._events.publish(Task(message))
             return None
+        if message["type"] == "stream_event":
+            self._partial_message(handle, message)
+            return None
         self._turn_text = accumulate_assistant_text(self._turn_text, message)
+        self._live_text = live_text_after(self._live_text, message)
         self._events.publish(Message(message))
         if message["type"] != "result":
             return None
@@ -947,6 +973,16 @@ class ChatSession:
         plan = self._turn_finished()
         # Usually nothing to drain: no coroutine to make and run then (once a turn).
         return None if plan is None else self._perform(plan)
+
+    def _partial_message(self, handle: ChatRun, message: AdaptedMessage) -> None:
+        """Rule 11: a stream event moves the live text; a text delta is published."""
+        # A run the session asked to close streams no live text.
+        if handle.close_requested:
+            return
+        self._live_text = live_text_after(self._live_text, message)
+        delta = text_delta(message)
+        if delta is not None:
+            self._events.publish(TurnDelta(delta))
 
     async def _on_close(self, handle: ChatRun) -> None:
         await self._perform(self._run_ended(handle))

@@ -11,6 +11,7 @@ event                  name            sent by
 `SessionStarted`       session         `ChatThreadSession` (its first id)
 `Message`              message         both (an adapted SDK message)
 `Task`                 task            `ChatSession` (background-task lifecycle)
+`TurnDelta`            turn-delta      `ChatSession` (a piece of the live text)
 `Done`                 done            both (a turn's ``result`` arrived)
 `TurnText`             turn-text       both (the finished turn's text)
 `ChatResponse`         chat-response   `ChatThreadSession` (a complete block)
@@ -70,6 +71,7 @@ __all__ = [
     "StartFailed",
     "Task",
     "ThreadSessionEvent",
+    "TurnDelta",
     "TurnText",
     "follow_event_batches",
     "follow_events",
@@ -113,6 +115,15 @@ class Task:
 
     message: TaskMessage
     name: ClassVar[Literal["task"]] = "task"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDelta:
+    """A piece of the assistant message in progress, to append to the live text
+    (`beebox_spec.sdk_messages`, "Live text")."""
+
+    text: str
+    name: ClassVar[Literal["turn-delta"]] = "turn-delta"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +191,7 @@ ChatEvent: TypeAlias = (
     SessionIdAssigned
     | Message
     | Task
+    | TurnDelta
     | Done
     | TurnText
     | Closed

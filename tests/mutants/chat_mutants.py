@@ -160,6 +160,28 @@ class ClosingRunAskIsAnnounced(ChatSession):
         return False
 
 
+class ClosingRunStreamsLiveText(ChatSession):
+    """A run the session asked to close still streams its text: a stopped turn's
+    text goes on growing on the page."""
+
+    def _partial_message(self, handle: ChatRun, message: AdaptedMessage) -> None:
+        asked, handle.close_requested = handle.close_requested, False
+        try:
+            super()._partial_message(handle, message)
+        finally:
+            handle.close_requested = asked
+
+
+class LiveTextOutlivesItsRun(ChatSession):
+    """A run that dies mid-message leaves its text so far behind, shown as live."""
+
+    def _run_ended(self, handle: ChatRun) -> _Plan:
+        live_text = self._live_text
+        plan = super()._run_ended(handle)
+        self._live_text = live_text
+        return plan
+
+
 class TimedOutAskStaysPending(ChatSession):
     """A request nobody answers waits for ever: its timeout is never reached."""
 
@@ -182,6 +204,8 @@ CHAT_MUTANTS: dict[str, type[ChatSession]] = {
         ResetForgetsForAMoment,
         StopLeavesAsksWaiting,
         ClosingRunAskIsAnnounced,
+        ClosingRunStreamsLiveText,
+        LiveTextOutlivesItsRun,
         TimedOutAskStaysPending,
     )
 }

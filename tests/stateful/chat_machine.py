@@ -60,6 +60,7 @@ from beebox_impl.session import (
     SessionIdAssigned,
     StartFailed,
     Task,
+    TurnDelta,
     TurnText,
 )
 from beebox_impl.session.clock import ManualClock
@@ -229,6 +230,8 @@ def event_as_spec(event: ChatEvent) -> tuple[str, object]:
             return (event.name, task)
         case Done():
             return (event.name, None)
+        case TurnDelta(text=text):
+            return (event.name, text)
         case TurnText(text=text):
             return (event.name, text)
         case Closed(code=code):
@@ -517,6 +520,9 @@ class ChatSessionMachine(RuleBasedStateMachine):
     def send_and_start(self, text: str) -> None:
         self.send(text)
         self.start_succeeds()
+        # The answer begins to stream (rule 11), when the start took the turn.
+        if self.model.current_run is not None:
+            self.say("stream-event", text, "")
 
     @precondition(lambda self: self.model.current_run is not None)
     @rule(text=TEXTS, session_id=SESSION_IDS)
@@ -682,6 +688,7 @@ class ChatSessionMachine(RuleBasedStateMachine):
             chat.running,
             chat.queue,
             tuple(request["id"] for request in chat.pending_permissions),
+            chat.live_text,
         )
         assert got == expected, f"observation: impl {got} != spec {expected}"
         assert chat.session_id == model.state.session_id, "session id held"

@@ -168,11 +168,13 @@ def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> 
             "description": text,
         }
     if kind == "stream-event":
+        # A piece of the message in progress: ``text`` as its text delta (none for "").
+        delta: JsonObject = {"type": "text_delta", "text": text}
         return {
             "type": "stream_event",
             "session_id": session_id or "s-stream",
             "uuid": uuid,
-            "event": {"type": "content_block_delta"},
+            "event": {"type": "content_block_delta", "index": 0, "delta": delta},
             "parent_tool_use_id": None,
         }
     if kind == "ignored":
