@@ -41,7 +41,12 @@ A run (`ClaudeRun`) is one ``ClaudeSDKClient``:
   stopped while one still comes, leaves its line reader to the garbage collector
   (a ResourceWarning on trio; claude-agent-sdk 0.2.189).
 - **messages**: a plain async iterator over the SDK's messages, converted (not a
-  generator of ours: a pump that stops reading leaves nothing to finalize). If
+  generator of ours: a pump that stops reading leaves nothing to finalize). The
+  start asks for partial messages (``include_partial_messages``): the CLI says
+  each event of the API's stream as a ``stream_event`` while a message streams,
+  which the session shows as live text (`beebox_spec.sdk_messages`, "Live
+  text"); a host may turn that off with
+  ``extra_options={"include_partial_messages": False}``. If
   the CLI dies (a crash, or the non-zero exit that follows an error result) the
   stream simply ends, as the engine protocol says a dead run's stream does; the
   error is logged and kept on ``ClaudeRun.error``.
@@ -738,6 +743,8 @@ class ClaudeEngine:
     def agent_options(self, options: StartOptions) -> dict[str, object]:
         """The ``ClaudeAgentOptions`` fields a start uses (without the stderr hook)."""
         values: dict[str, object] = {"cwd": options.cwd, "env": {**self._env, **options.env}}
+        # The text of a message reaches the page as it streams (live text).
+        values["include_partial_messages"] = True
         if options.resume_session_id is not None:
             values["resume"] = options.resume_session_id
         elif options.system_prompt is not None:

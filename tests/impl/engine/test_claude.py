@@ -44,6 +44,7 @@ def test_a_new_session_gets_the_system_prompt_and_a_resumed_one_does_not(tmp_pat
     assert new == {
         "cwd": tmp_path,
         "env": {"A": "1"},
+        "include_partial_messages": True,
         "system_prompt": "be brief",
         "model": "m",
         "cli_path": "/opt/claude",
@@ -54,10 +55,14 @@ def test_a_new_session_gets_the_system_prompt_and_a_resumed_one_does_not(tmp_pat
     )
     assert resumed["resume"] == "s-1"
     assert "system_prompt" not in resumed
-    extra = ClaudeEngine(extra_options={"max_turns": 3}, setting_sources=["project"])
+    extra = ClaudeEngine(
+        extra_options={"max_turns": 3, "include_partial_messages": False},
+        setting_sources=["project"],
+    )
     assert extra.agent_options(StartOptions(cwd=tmp_path)) == {
         "cwd": tmp_path,
         "env": {},
+        "include_partial_messages": False,
         "setting_sources": ["project"],
         "max_turns": 3,
     }
@@ -205,8 +210,11 @@ async def test_a_run_streams_turns_and_resumes_by_session_id(
     first_args, second_args = first["args"], second["args"]
     assert isinstance(first_args, list)
     assert isinstance(second_args, list)
-    # Streaming input; the model; a system prompt for the new session only.
+    # Streaming input, with partial messages (live text); the model; a system
+    # prompt for the new session only.
     assert "--input-format" in first_args
+    assert "--include-partial-messages" in first_args
+    assert "--include-partial-messages" in second_args
     assert first_args[first_args.index("--model") + 1] == "opus"
     assert first_args[first_args.index("--system-prompt") + 1] == "be brief"
     assert not any(str(arg).startswith("--resume") for arg in first_args)
