@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["remove_durably", "sync_folder", "write_atomic"]
@@ -29,6 +28,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
+    import tempfile  # noqa: PLC0415 - only a write needs it; light commands import this module
+
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:

@@ -38,11 +38,9 @@ it only read and plan, ``dontAsk`` denies what it would ask about,
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, get_args
 
-from beebox_impl.engine.protocol import AskPermission
 from beebox_spec.entries import JsonObject
 from beebox_spec.errors import BeeboxError
 from beebox_spec.permissions import (
@@ -51,6 +49,10 @@ from beebox_spec.permissions import (
     PermissionRequest,
     can_always_allow,
 )
+
+if TYPE_CHECKING:
+    # For type checkers only: the engine protocol imports anyio, which a light bbx skips.
+    from beebox_impl.engine.protocol import AskPermission
 
 __all__ = [
     "PERMISSION_MODES",
@@ -166,6 +168,8 @@ def can_use_tool_for(
         if tool_name in allowed_whole:
             return sdk.PermissionResultAllow(updated_input=tool_input)
         # An id of the box's own: the CLI's tool-use id names a call, not one prompt.
+        import uuid  # noqa: PLC0415 - only a run that asks needs it (a light bbx imports this)
+
         request_id = f"perm-{uuid.uuid4().hex}"
         request = permission_request_from_sdk(request_id, tool_name, tool_input, context)
         reply = await ask_permission(request)

@@ -22,19 +22,24 @@ worker thread. There is no module state: caches are objects the caller owns.
 
 from __future__ import annotations
 
-from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
-from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache
-from beebox_impl.transcript.lines import LineRecord, read_line_records
-from beebox_impl.transcript.media import (
-    MediaFound,
-    MediaMissing,
-    MediaMissingReason,
-    extract_media_from_line,
-    fetch_media,
-    find_media_line,
-)
-from beebox_impl.transcript.persist import IndexShelf
-from beebox_impl.transcript.strip import strip_inline_media_bytes
+from typing import TYPE_CHECKING
+
+from beebox_impl.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
+    from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache
+    from beebox_impl.transcript.lines import LineRecord, read_line_records
+    from beebox_impl.transcript.media import (
+        MediaFound,
+        MediaMissing,
+        MediaMissingReason,
+        extract_media_from_line,
+        fetch_media,
+        find_media_line,
+    )
+    from beebox_impl.transcript.persist import IndexShelf
+    from beebox_impl.transcript.strip import strip_inline_media_bytes
 
 __all__ = [
     "IndexShelf",
@@ -53,3 +58,25 @@ __all__ = [
     "read_line_records",
     "strip_inline_media_bytes",
 ]
+
+# Where each name lives: imported on first use (`beebox_impl.lazy`), so a command that
+# reads a history does not import the photo fetch, nor a host the whole reader.
+_HOMES: dict[str, str] = {
+    "PageSlice": "beebox_impl.transcript.history",
+    "TailSlice": "beebox_impl.transcript.history",
+    "read_history": "beebox_impl.transcript.history",
+    "TranscriptIndex": "beebox_impl.transcript.index",
+    "TranscriptIndexCache": "beebox_impl.transcript.index",
+    "LineRecord": "beebox_impl.transcript.lines",
+    "read_line_records": "beebox_impl.transcript.lines",
+    "MediaFound": "beebox_impl.transcript.media",
+    "MediaMissing": "beebox_impl.transcript.media",
+    "MediaMissingReason": "beebox_impl.transcript.media",
+    "extract_media_from_line": "beebox_impl.transcript.media",
+    "fetch_media": "beebox_impl.transcript.media",
+    "find_media_line": "beebox_impl.transcript.media",
+    "IndexShelf": "beebox_impl.transcript.persist",
+    "strip_inline_media_bytes": "beebox_impl.transcript.strip",
+}
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

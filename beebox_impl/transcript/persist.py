@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -153,6 +152,8 @@ class IndexShelf:
         target = self._file_for(index.path)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            import tempfile  # noqa: PLC0415 - only a save needs it; a read imports this module
+
             descriptor, temporary = tempfile.mkstemp(
                 dir=self.directory, prefix=".", suffix=".idx.tmp"
             )
