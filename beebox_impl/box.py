@@ -108,7 +108,7 @@ from beebox_impl.transcript import (
 )
 from beebox_impl.transcript.location import InvalidSessionId, transcript_roots
 from beebox_spec.entries import SessionEntry, SessionHistory
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.media import parse_media_ref
 from beebox_spec.permissions import PermissionReply, PermissionRequest
 from beebox_spec.transcript import PhotoMode

@@ -30,7 +30,7 @@ from beebox_impl.transcript import PageSlice, TranscriptIndexCache, read_history
 from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web.sessions import ChatSessionCard, list_chat_sessions
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionHistory
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 
 __all__ = [
     "SessionSummary",

@@ -18,7 +18,7 @@ against this list):
 
 1. `errors` — `Rejection` (outside input refused) vs `InvariantError` (a caller bug)
 2. `entries` — the wire shapes of history: `SessionEntry`, content blocks, `SessionHistory`
-3. `javascript` — how the original's JavaScript reads values: whitespace, `String()`, JSON
+3. `js_values` — how the original's JavaScript reads values: whitespace, `String()`, JSON
 4. `lifecycle` — the five phases and the ONE table of legal transitions; busy/running
 5. `sdk_messages` — the SDK message union and the one shared `adapt_sdk_message`
 6. `run_protocol` — what a session and the engine running its run say to each other

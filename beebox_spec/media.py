@@ -7,7 +7,7 @@ Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`
 grammar), `docs/sources.md#facts-1-5` (§1.5: finding the line again, departed from
 as `docs/design.md#design-5-line-lookup` says) and `docs/sources.md#facts-1-6`
 (§1.6: extracting one photo). "JSON" means RFC 8259 JSON as JavaScript's
-`JSON.parse` reads it (`docs/sources.md#facts-preamble`): `beebox_spec.javascript`'s
+`JSON.parse` reads it (`docs/sources.md#facts-preamble`): `beebox_spec.js_values`'s
 `parse_json_text`, the one reading of JSON text every module shares.
 
 A photo attached in chat lives only inside its transcript line, as base64. The
@@ -96,7 +96,7 @@ Decisions where the sources are silent or the original's JavaScript leaks throug
 - **JavaScript values**: the original reads fields with `String(x || "")`,
   template literals, `.length`, `.substring` and `JSON.stringify`. Those readings
   for JSON values (truthiness, `String()` of numbers and arrays, UTF-16 lengths,
-  property order) are `beebox_spec.javascript`'s, with its one difference: a cut
+  property order) are `beebox_spec.js_values`'s, with its one difference: a cut
   never splits a surrogate pair (the pair is left out whole), so a summary is
   always valid Unicode (ours, `docs/spec-decisions.md#utf16-cut-whole-characters`).
 """
@@ -115,7 +115,7 @@ from beebox_spec.entries import (
     SessionContentBlock,
 )
 from beebox_spec.errors import Rejection
-from beebox_spec.javascript import (
+from beebox_spec.js_values import (
     MISSING,
     UnparsableJson,
     js_json_stringify,

@@ -83,7 +83,7 @@ from beebox_spec.entries import (
     entry_text,
 )
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import JS_SPACE_CLASS, parse_iso_timestamp
+from beebox_spec.js_values import JS_SPACE_CLASS, parse_iso_timestamp
 
 __all__ = [
     "ACCEPTED_SCAN_LIMIT",

@@ -97,7 +97,7 @@ from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, TypedDict, assert_never
 
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.javascript import js_trim
+from beebox_spec.js_values import js_trim
 
 __all__ = [
     "DROPPED_SDK_TYPES",

@@ -80,7 +80,7 @@ from datetime import datetime, timedelta
 from typing import ClassVar, Literal, TypeAlias, TypedDict, assert_never
 
 from beebox_spec.errors import InvariantError, Rejection
-from beebox_spec.javascript import parse_iso_timestamp, to_iso_timestamp
+from beebox_spec.js_values import parse_iso_timestamp, to_iso_timestamp
 from beebox_spec.lifecycle import (
     IDLE,
     Lifecycle,

@@ -116,7 +116,7 @@ from beebox_spec.entries import (
     SessionHistory,
 )
 from beebox_spec.errors import Rejection
-from beebox_spec.javascript import (
+from beebox_spec.js_values import (
     js_string_or_empty,
     js_trim,
     parse_json_object_or_none,

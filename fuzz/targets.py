@@ -83,7 +83,7 @@ from beebox_impl.transcript.lines import scan_line_records
 from beebox_impl.transcript.location import InvalidSessionId, project_dir, transcript_path
 from beebox_impl.web import read_asset
 from beebox_spec.entries import MAX_SESSION_ENTRIES
-from beebox_spec.javascript import utf8_length, utf16_prefix
+from beebox_spec.js_values import utf8_length, utf16_prefix
 from beebox_spec.media import (
     MalformedMediaRef,
     encode_media_ref,

@@ -117,7 +117,7 @@ from beebox_impl.ids import new_uuid4
 from beebox_impl.transcript.location import InvalidSessionId, transcript_path
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.media import image_blocks
 
 __all__ = [

@@ -37,7 +37,7 @@ from beebox_impl.transcript.location import InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
 from beebox_impl.web.sessions import list_chat_sessions
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.javascript import UnparsableJson, parse_json_text
+from beebox_spec.js_values import UnparsableJson, parse_json_text
 from beebox_spec.media import SESSION_MEDIA_ROUTE, MalformedMediaRef
 from beebox_spec.permissions import (
     MAX_DENY_MESSAGE_CHARS,

@@ -81,7 +81,7 @@ from beebox_impl.review.walk import (
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
 from beebox_spec.errors import InvalidArgument
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.review.journal import (
     METADATA_CONSUMER,
     AppliedSpan,

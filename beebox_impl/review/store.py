@@ -35,7 +35,7 @@ from typing import Any
 from beebox_impl.atomic import write_atomic
 from beebox_impl.files import FileIdentity
 from beebox_impl.review.paths import discovery_cache_path, state_path
-from beebox_spec.javascript import js_json_stringify, js_property_order
+from beebox_spec.js_values import js_json_stringify, js_property_order
 from beebox_spec.review.journal import (
     METADATA_CONSUMER,
     BootstrapReason,

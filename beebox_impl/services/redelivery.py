@@ -65,7 +65,7 @@ from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.protocols import QueuedRow
 from beebox_spec.chat_session import QUEUE_SEPARATOR
 from beebox_spec.entries import PendingMessage, SessionEntry, entry_text
-from beebox_spec.javascript import parse_iso_timestamp
+from beebox_spec.js_values import parse_iso_timestamp
 from beebox_spec.reconcile import (
     AcceptedRow,
     accepted_message,

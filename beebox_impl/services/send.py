@@ -80,7 +80,7 @@ from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import Rejection
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
 from beebox_spec.reconcile import inject_user_attr
 

@@ -70,7 +70,7 @@ from beebox_impl.session.thread import (
 )
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.protocols import ThreadRecordStore
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.permissions import (
     DEFAULT_TIMEOUT,
     PermissionNotPending,

@@ -23,7 +23,7 @@ from typing import Final, Literal, TypeAlias, TypedDict, cast
 from beebox_impl.store.database import BoxDatabase
 from beebox_spec.entries import JsonObject
 from beebox_spec.errors import InvalidArgument
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.permissions import Decision, EndedHow, PermissionRequest
 
 __all__ = [

@@ -37,7 +37,7 @@ from beebox_impl.transcript.lines import (
     read_stripped_line_at,
 )
 from beebox_spec.entries import SessionEntry, SessionHistory
-from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.js_values import parse_json_object_or_none
 from beebox_spec.transcript import (
     attach_tool_result,
     check_history_page,

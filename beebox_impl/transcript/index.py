@@ -75,7 +75,7 @@ from beebox_impl.transcript.lines import (
 )
 from beebox_spec.entries import JsonObject, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvalidArgument
-from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.js_values import parse_json_object_or_none
 from beebox_spec.media import MAX_MEDIA_LINE_BYTES, SAFE_ID_RE
 from beebox_spec.transcript import (
     PhotoMode,

@@ -50,7 +50,7 @@ from beebox_impl.transcript.strip import (
     scan_inline_media_chunks,
 )
 from beebox_spec.errors import BeeboxError
-from beebox_spec.javascript import utf8_length, utf16_prefix
+from beebox_spec.js_values import utf8_length, utf16_prefix
 from beebox_spec.media import MAX_ID_CHARS, SAFE_ID_CHARS, STRIPPED_MEDIA_MARKER
 from beebox_spec.transcript import (
     MAX_SESSION_LINE_BYTES,

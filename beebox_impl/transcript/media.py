@@ -57,7 +57,7 @@ from beebox_impl.transcript.lines import (
 from beebox_impl.transcript.payloads import decode_payload, is_alphabet_run
 from beebox_impl.transcript.strip import PayloadScanner
 from beebox_spec.entries import JsonValue
-from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.js_values import parse_json_object_or_none
 from beebox_spec.media import (
     MAX_MEDIA_LINE_BYTES,
     SLOT_PREFIX,

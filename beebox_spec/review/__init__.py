@@ -15,7 +15,7 @@ Three conventions hold throughout, because the original is JavaScript:
   Basic Multilingual Plane (most emoji), where cutting by code units could
   split a character in two. **(ours, `docs/spec-decisions.md#review-code-points`)**
 - *Whitespace* is JavaScript's: the set `\\s` and `trim()` use there
-  (`beebox_spec.javascript`), which is not Python's `str.isspace()` (Python
+  (`beebox_spec.js_values`), which is not Python's `str.isspace()` (Python
   adds U+001C–U+001F and U+0085 and lacks U+FEFF).
 - *Patterns* are ASCII-only where JavaScript's are: `\\w` is `[A-Za-z0-9_]`,
   `\\d` is `[0-9]`, and a word boundary `\\b` sees only those as word

@@ -45,7 +45,7 @@ The rules, top to bottom:
    pointing at the old boundary — and resolution never reads the stored
    `endIndex` anyway; it finds the boundary by uuid and checks it by hash.
 4. **The state file** (`.beebox/chat-review/state.json`): its exact JSON
-   shapes, read with `JSON.parse`'s rules (`beebox_spec.javascript`); a fresh
+   shapes, read with `JSON.parse`'s rules (`beebox_spec.js_values`); a fresh
    state for a missing, unparsable or malformed file (with the reason, so the
    caller can warn — silently for a missing one); and the serialisation
    `JSON.stringify(state, null, 2) + "\\n"`, byte for byte as JavaScript
@@ -70,7 +70,7 @@ from typing import Final, Literal, NamedTuple, NotRequired, TypedDict
 
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonObject, JsonValue, SessionEntry
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import (
+from beebox_spec.js_values import (
     UnparsableJson,
     js_json_stringify,
     parse_json_text,

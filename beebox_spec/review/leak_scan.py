@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from beebox_spec.javascript import JS_SPACE_CLASS_ITEMS
+from beebox_spec.js_values import JS_SPACE_CLASS_ITEMS
 
 __all__ = [
     "CREDENTIAL_PATTERNS",

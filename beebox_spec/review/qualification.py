@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Final
 
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import js_trim
+from beebox_spec.js_values import js_trim
 from beebox_spec.review.journal import BootstrapReason
 
 __all__ = [

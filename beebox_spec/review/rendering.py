@@ -19,7 +19,7 @@ from typing import Final
 
 from beebox_spec.entries import SessionEntry
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import js_trim
+from beebox_spec.js_values import js_trim
 from beebox_spec.review.leak_scan import redact_credentials
 from beebox_spec.review.snippets import strip_speech_wrappers
 

@@ -19,7 +19,7 @@ from typing import Final
 
 from beebox_spec.entries import SessionEntry
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import JS_SPACE_CLASS, js_trim, js_trim_end
+from beebox_spec.js_values import JS_SPACE_CLASS, js_trim, js_trim_end
 
 __all__ = [
     "FIRST_MESSAGE_WINDOW",

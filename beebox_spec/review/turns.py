@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from beebox_spec.entries import JsonValue, is_json_object
-from beebox_spec.javascript import js_trim, js_trim_start
+from beebox_spec.js_values import js_trim, js_trim_start
 from beebox_spec.review.snippets import SNIPPET_MAX_LEN, extract_snippet, strip_chat_app_tags
 from beebox_spec.transcript import is_plumbing_message
 

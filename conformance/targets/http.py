@@ -51,7 +51,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from beebox_impl.transcript.media import MediaMissing
 from beebox_spec.entries import MAX_SESSION_ENTRIES
-from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.js_values import parse_json_object_or_none
 from beebox_spec.media import SAFE_ID_RE
 from beebox_spec.transcript import PhotoMode
 from conformance.targets import HandlerTable

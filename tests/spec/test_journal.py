@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import EntryType, JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.review.husk import HuskWritePlan, TitleOwner, content_hash, plan_husk_write
 from beebox_spec.review.journal import (
     MAX_REVIEW_ATTEMPTS,

@@ -1,7 +1,7 @@
 """The spec reads top to bottom: each module imports only the modules stated before it.
 
 `beebox_spec/__init__.py` states the reading order, one numbered line a module
-("3. `javascript` — …"). The import graph is read from the source with `ast`
+("3. `js_values` — …"). The import graph is read from the source with `ast`
 (every import, at the top or inside a function), so a module that uses one stated
 after it fails here, naming both.
 """

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import PendingMessage, SessionContentBlock, SessionEntry, entry_text
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import parse_iso_timestamp
+from beebox_spec.js_values import parse_iso_timestamp
 from beebox_spec.reconcile import (
     ACCEPTED_SCAN_LIMIT,
     ACCEPTED_WINDOW,

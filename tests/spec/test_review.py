@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue, SessionContentBlock, SessionEntry
 from beebox_spec.errors import InvariantError, Rejection
-from beebox_spec.javascript import JS_WHITESPACE
+from beebox_spec.js_values import JS_WHITESPACE
 from beebox_spec.review.husk import (
     TitleOwner,
     content_hash,

@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.javascript import js_trim
+from beebox_spec.js_values import js_trim
 from beebox_spec.sdk_messages import (
     DROPPED_SDK_TYPES,
     TASK_STATUSES,

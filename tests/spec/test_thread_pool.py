@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.errors import InvariantError
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.lifecycle import Idle, Phase
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,

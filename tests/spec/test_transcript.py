@@ -18,7 +18,7 @@ from beebox_spec.entries import (
     JsonValue,
     SessionEntry,
 )
-from beebox_spec.javascript import parse_json_object_or_none
+from beebox_spec.js_values import parse_json_object_or_none
 from beebox_spec.media import STRIPPED_MEDIA_MARKER, extract_media, image_blocks
 from beebox_spec.transcript import (
     MAX_SESSION_LINE_BYTES,

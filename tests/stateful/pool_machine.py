@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from beebox_impl.session import ChatSessionPool, ManualClock, PoolSendResult
 from beebox_impl.store import InMemoryThreadRecordStore
 from beebox_spec import thread_pool as spec
-from beebox_spec.javascript import to_iso_timestamp
+from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.lifecycle import has_open_run, is_busy, lifecycle_run
 from beebox_spec.permissions import (
     AnswerAsk,

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Final
 
-from beebox_spec.javascript import js_trim
+from beebox_spec.js_values import js_trim
 from beebox_spec.review.leak_scan import REDACTED_CREDENTIAL
 from beebox_spec.review.rendering import RENDERED_ENTRY_SEPARATOR
 from beebox_spec.review.reviewer import (

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Final
 
 from beebox_impl.review.reviewers.protocol import ReviewerFailure
-from beebox_spec.javascript import UnparsableJson, parse_json_text
+from beebox_spec.js_values import UnparsableJson, parse_json_text
 from beebox_spec.review.leak_scan import redact_credentials
 from beebox_spec.review.reviewer import (
     CONTAINS_MAX,

@@ -30,7 +30,7 @@ from beebox_impl.store.acceptance import AcceptanceStore, Attachment
 from beebox_impl.transcript import TailSlice
 from beebox_spec import reconcile
 from beebox_spec.entries import JsonObject, SessionEntry
-from beebox_spec.javascript import parse_iso_timestamp, to_iso_timestamp
+from beebox_spec.js_values import parse_iso_timestamp, to_iso_timestamp
 from beebox_spec.reconcile import ACCEPTED_WINDOW
 from tests.impl.http.support import wait_idle, wait_until
 

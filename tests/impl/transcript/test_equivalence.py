@@ -37,7 +37,7 @@ from beebox_impl.transcript import (
 )
 from beebox_impl.transcript.lines import read_line_record_at
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
-from beebox_spec.javascript import parse_json_object_or_none, utf8_length, utf16_prefix
+from beebox_spec.js_values import parse_json_object_or_none, utf8_length, utf16_prefix
 from beebox_spec.media import (
     MediaRef,
     decode_base64_payload,

@@ -1,4 +1,4 @@
-"""Reading strings and JSON values as JavaScript does (`beebox_spec.javascript`).
+"""Reading strings and JSON values as JavaScript does (`beebox_spec.js_values`).
 
 The tests that run `node` check the readings against JavaScript itself; they
 skip where node is not installed, and the tests without node pin the same facts
@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue
-from beebox_spec.javascript import (  # the quoting's two paths are compared directly
+from beebox_spec.js_values import (  # the quoting's two paths are compared directly
     JS_SPACE_CLASS,
     JS_SPACE_CLASS_ITEMS,
     JS_WHITESPACE,
@@ -223,7 +223,7 @@ def test_string_of_absence_and_string_or_empty() -> None:
 
 
 @needs_node
-def test_javascript_readings_agree_with_node() -> None:
+def test_js_values_readings_agree_with_node() -> None:
     """`js_string` and `js_json_stringify` are JavaScript's String() and JSON.stringify."""
     texts = [
         "1.0", "1e21", "1e-7", "123.456", "1e16", "5e-324", "-0", "0.1", "12345678901234567890",
