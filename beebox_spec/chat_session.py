@@ -39,8 +39,9 @@ The rules, in the order a reader meets them:
    the next run. A caller's text that was to be the first turn is reported failed
    (its sender hears it); texts that came from a drain go back to the head of the
    queue, since they were accepted long before and nobody waits on this start.
-3. **Enqueue** appends to the queue whatever the phase. (Ours) **Enqueue, then
-   drain** appends, then drains as rule 4 does: a text its sender has already
+3. **Enqueue** appends to the queue whatever the phase. **Enqueue, then drain**
+   (ours, `docs/spec-decisions.md#enqueue-then-drain`) appends, then drains as
+   rule 4 does: a text its sender has already
    been told is queued (a send answered from another thread, on what it read of
    the session there) that reaches a session able to take a send (the turn
    ended meanwhile) rides a turn at once, behind what was queued before it,
@@ -50,8 +51,8 @@ The rules, in the order a reader meets them:
    queue drains: all queued texts joined with ``"\\n\\n"`` are sent as one turn —
    onto the open run after a result, onto a fresh run after a death. A drain that
    would be refused (the close window) leaves the queue as it is, so an accepted
-   message is never dropped on the floor (`docs/design.md#design-5-persisted-queue`;
-   the original emptied the queue before a send that could refuse).
+   message is never dropped on the floor
+   (ours, `docs/spec-decisions.md#drain-keeps-queue`).
 5. **Result.** On a turn's ``result`` the lifecycle advances first
    (`lifecycle.after_turn_result`: the session stops reading busy), *then* ``done``
    is emitted, then the turn's text and its feature deltas are applied, then the
@@ -67,10 +68,11 @@ The rules, in the order a reader meets them:
    forgetting the saved session id.
 7. **Session id.** An SDK message carrying a session id other than the one the
    session holds is the SDK assigning one: it is saved and announced.
-8. (Ours) **A refused turn.** A run whose send raises has refused the turn (the
-   engine reports it, `TurnRefused`): the session closes that run as
-   ``restart()`` does (unless a close is already asked for), so it is never left
-   ``streaming`` a turn no engine took, busy for good. A turn drained from the
+8. **A refused turn** (ours, `docs/spec-decisions.md#refused-turn-closes-run`). A
+   run whose send raises has refused the turn (the engine reports it,
+   `TurnRefused`): the session closes that run as ``restart()`` does (unless a
+   close is already asked for), so it is never left ``streaming`` a turn no
+   engine took, busy for good. A turn drained from the
    queue onto that open run goes back to the head of the queue, and the close
    handler drains it into a fresh run (rule 6). A fresh run's first turn does not
    go back (a start that keeps failing this way would start runs without end),
@@ -78,31 +80,31 @@ The rules, in the order a reader meets them:
    text itself); nor does anything in ``stopping``, whose stop cleared the queue.
    What does not go back is the engine's to have lost, as a turn in flight when
    its run dies is.
-9. (Ours) **A reset forgets for good.** The run a reset finds (the one it stops,
-   or one already closing) may still deliver messages before its close arrives,
-   each carrying the session id the reset forgot; rule 7 takes no id from that
-   run (``forgotten_run``, until its close), so the next run starts a new session
-   as the reset asked. (The original took the id back from them, saved it again,
-   and the next send resumed the session it had been told to forget.) A run
-   still starting at the reset was asked to resume that session and is not
-   stopped (rule 6): it opens in it, and its id is the session's again.
-10. (Ours) **Permission requests** (`beebox_spec.permissions`). A run the session
-   holds may ask for a person's answer before a tool runs; the request is pending
-   until answered, timed out, withdrawn, or ended with its run. Stop, reset and
-   restart — and closing a run that refused a turn — deny the run's pending
-   requests before the close (``permission-ended``, how ``stopped``); a run's
-   close ends the rest unanswered. A request asked by a run the session is
+9. **A reset forgets for good** (ours, `docs/spec-decisions.md#reset-forgets`). The
+   run a reset finds (the one it stops, or one already closing) may still deliver
+   messages before its close arrives, each carrying the session id the reset
+   forgot; rule 7 takes no id from that run (``forgotten_run``, until its close),
+   so the next run starts a new session as the reset asked. A run still starting
+   at the reset was asked to resume that session and is not stopped (rule 6): it
+   opens in it, and its id is the session's again.
+10. **Permission requests** (ours, `docs/spec-decisions.md#permission-requests`),
+   by `beebox_spec.permissions`. A run the session holds may ask for a person's
+   answer before a tool runs; the request is pending until answered, timed out,
+   withdrawn, or ended with its run. Stop, reset and restart — and closing a run
+   that refused a turn — deny the run's pending requests before the close
+   (``permission-ended``, how ``stopped``); a run's close ends the rest
+   unanswered. A request asked by a run the session is
    closing is denied at once. Requests change no phase: a turn waiting for an
    answer is still in flight, so the session reads busy and sends are queued.
-11. (Ours) **Live text** (`beebox_spec.sdk_messages`, "Live text"). A
-   ``stream_event`` is a piece of a message, not a message: it is not emitted as
-   ``message``. Each message moves the session's live text as
-   `sdk_messages.live_text_after` says, and a text delta is emitted as
-   ``turn-delta`` (its text), in order. The run's close drops the live text, and
-   a run the session asked to close (stop, reset, restart, a refused turn)
+11. **Live text** (ours, `docs/spec-decisions.md#live-text`), as
+   `beebox_spec.sdk_messages` says under "Live text". A ``stream_event`` is a piece
+   of a message, not a message: it is not emitted as ``message``. Each message moves
+   the session's live text as `sdk_messages.live_text_after` says, and a text delta
+   is emitted as ``turn-delta`` (its text), in order. The run's close drops the live
+   text, and a run the session asked to close (stop, reset, restart, a refused turn)
    streams none: its text deltas are not emitted and the live text reads None
-   (`session_live_text`) from the request on. The live text is the session's
-   state only; it enters no effect but ``turn-delta``.
+   (`session_live_text`) from the request on. The live text is the session's state
+   only; it enters no effect but ``turn-delta``.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -293,7 +295,7 @@ class Enqueue:
 
 @dataclass(frozen=True)
 class EnqueueThenDrain:
-    """A message its sender was told is queued reaches the session (rule 3, ours)."""
+    """A message its sender was told is queued reaches the session (rule 3)."""
 
     text: str
 

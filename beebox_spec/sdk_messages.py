@@ -41,20 +41,20 @@ The transport frames of the CLI's pipes (`control_request`,
 `transcript_mirror`) are not SDK messages: the engine answers or drops them
 before anything is adapted.
 
-(Ours) **A failed turn** (`turn_error`). The CLI reports an API call it gave up on
-(401, 529 after its retries, a stream it could not use) as a message of its own
-making — an `assistant` message with an ``error`` field and its words as text —
-followed by a ``success`` result with ``is_error: true`` whose ``result`` repeats
-those words; a turn a limit ended (``error_max_turns``, a budget) as a result of
-that subtype with ``is_error`` and its ``errors``. So a turn failed when its
-result has ``is_error: true``, unless its subtype is ``error_during_execution``:
-that is how a turn ends when it is interrupted — a stop, a restart, a person's
-interrupt — which is not a failure to report. Its words are the result's text,
-else its ``errors`` joined with ``"; "``, else its subtype. (Observed on Claude
-Code 2.1.332; the original has no such rule: a failed turn showed its words
-while it streamed, and then nothing.)
+**A failed turn** (`turn_error`) (ours, `docs/spec-decisions.md#failed-turn`). The
+CLI reports an API call it gave up on (401, 529 after its retries, a stream it could
+not use) as a message of its own making — an `assistant` message with an ``error``
+field and its words as text — followed by a ``success`` result with
+``is_error: true`` whose ``result`` repeats those words; a turn a limit ended
+(``error_max_turns``, a budget) as a result of that subtype with ``is_error`` and
+its ``errors``. So a turn failed when its result has ``is_error: true``, unless its
+subtype is ``error_during_execution``: that is how a turn ends when it is
+interrupted — a stop, a restart, a person's interrupt — which is not a failure to
+report. Its words are the result's text, else its ``errors`` joined with ``"; "``,
+else its subtype (observed on Claude Code 2.1.332).
 
-(Ours) **Live text** (`text_delta`, `live_text_after`). Asked for partial
+**Live text** (`text_delta`, `live_text_after`)
+(ours, `docs/spec-decisions.md#live-text`). Asked for partial
 messages (the SDK's ``include_partial_messages``), the CLI also says each event
 of the Messages API's stream as a ``stream_event`` while the message it streams
 is in progress; the complete message follows as its ``assistant`` message (one
