@@ -118,7 +118,6 @@ __all__ = [
     "Box",
     "BoxPaths",
     "NotABox",
-    "NotABoxError",
     "init_box",
     "read_token",
 ]
@@ -128,10 +127,6 @@ _log = logging.getLogger(__name__)
 # Random bytes in a new token (their hex is the token: no "-" to start it, which a
 # command line would read as an option, and nothing a URL or a header must escape).
 TOKEN_BYTES: Final = 32
-
-
-# The name `NotABox` had before the error tree (issue 35); the CLI still imports it.
-NotABoxError = NotABox
 
 
 @dataclass(frozen=True)

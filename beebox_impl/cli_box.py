@@ -59,10 +59,11 @@ from beebox_impl.allocator import (
     trim_free_heap,
     tune_allocator_for_serving,
 )
-from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box, read_token
+from beebox_impl.box import Box, BoxPaths, init_box, read_token
 from beebox_impl.cli_common import (
     EXIT_FAILED,
     EXIT_USAGE,
+    CommandRefused,
     add_box_option,
     box_refusal,
     counted,
@@ -71,6 +72,7 @@ from beebox_impl.cli_common import (
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
 from beebox_impl.engine.claude_permissions import PERMISSION_MODES, PermissionMode
 from beebox_impl.engine.protocol import Engine, PreparableEngine
+from beebox_impl.errors import BoxInUse, BoxStateError, NotABox
 from beebox_impl.http.server import (
     DEFAULT_HOST,
     HttpLimits,
@@ -303,7 +305,7 @@ def _init(folder: Path) -> int:
     try:
         read_token(paths)
         create_database(paths.root)
-    except (NotABoxError, OSError, sqlite3.DatabaseError) as error:
+    except (NotABox, OSError, sqlite3.DatabaseError) as error:
         return fail(f"the box at {paths.root} is damaged: {error}")
     print(f"box ready at {paths.root}")
     return 0
@@ -412,12 +414,12 @@ def permission_mode_lines(permissions: PermissionSettings, engine: str) -> list[
 def _served_url_or_refusal(box_root: Path) -> str:
     """The URL of the `bbx serve` serving ``box_root``, from its serve file.
 
-    Raises `FileNotFoundError` (none runs) or `ValueError` (the file is not one)."""
+    Raises `FileNotFoundError` (none runs) or `CommandRefused` (the file is not one)."""
     path = serve_file_path(box_root)
     text = path.read_text(encoding="utf-8")
     url = _url_served(text)
     if url is None:
-        raise ValueError(f"{path} is not a serve file ({text[:40]!r}); restart `bbx serve`")
+        raise CommandRefused(f"{path} is not a serve file ({text[:40]!r}); restart `bbx serve`")
     return url
 
 
@@ -431,7 +433,7 @@ def _write_serve_file(box: Box, running: RunningServer) -> Path:
     return path
 
 
-class BoxAlreadyServed(RuntimeError):
+class BoxAlreadyServed(BoxInUse):
     """Another `bbx serve` serves this box (the message says where)."""
 
 
@@ -537,7 +539,8 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
     failed = False
     try:
         anyio.run(_serve_until_signalled, args)
-    except* (OSError, NotABoxError, BoxAlreadyServed, sqlite3.DatabaseError) as errors:
+    # A box in use (served, or open in a host), damaged, or too new for this beebox.
+    except* (OSError, BoxStateError, sqlite3.DatabaseError) as errors:
         for problem in _leaves(errors):
             fail(f"cannot serve: {_why_not_served(problem, args)}")
         failed = True
@@ -573,19 +576,19 @@ def _image_payload(path: Path) -> dict[str, str]:
     try:
         size = path.stat().st_size
     except OSError as error:
-        raise ValueError(f"cannot send the photo {path}: {error.strerror or error}") from None
+        raise CommandRefused(f"cannot send the photo {path}: {error.strerror or error}") from None
     media_type, _ = mimetypes.guess_type(path.name)
     if media_type not in SERVABLE_MEDIA_TYPES:
-        raise ValueError(f"{path}: not a photo type the box keeps ({media_type or 'unknown'})")
+        raise CommandRefused(f"{path}: not a photo type the box keeps ({media_type or 'unknown'})")
     if size > _MAX_PHOTO_BYTES:
-        raise ValueError(
+        raise CommandRefused(
             f"{path}: too large to send ({size:,} bytes; a send carries at most"
             f" {_MAX_PHOTO_BYTES:,} bytes of photos)"
         )
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise ValueError(f"cannot send the photo {path}: {error.strerror or error}") from None
+        raise CommandRefused(f"cannot send the photo {path}: {error.strerror or error}") from None
     return {"mediaType": media_type, "data": base64.b64encode(data).decode("ascii")}
 
 
@@ -606,7 +609,8 @@ def _box_url(text: str) -> str:
 
 def _call_box(url: str, token: str, path: str, body: dict[str, object] | None = None) -> JsonObject:
     """One request to the box's API, its JSON answer; raises `urllib.error.URLError`
-    (`HTTPError` for an error status), `OSError` or `ValueError` (not a JSON object)."""
+    (`HTTPError` for an error status), `OSError`, `ValueError` (not JSON) or
+    `CommandRefused` (not a JSON object)."""
     request = urllib.request.Request(
         url.rstrip("/") + path,
         data=None if body is None else json.dumps(body).encode("utf-8"),
@@ -616,7 +620,7 @@ def _call_box(url: str, token: str, path: str, body: dict[str, object] | None = 
     with urllib.request.urlopen(request, timeout=_SEND_TIMEOUT_SECONDS) as response:
         answer = json.loads(response.read().decode("utf-8"))
     if not isinstance(answer, dict):
-        raise ValueError(f"{path} answered {answer!r}, not a JSON object")
+        raise CommandRefused(f"{path} answered {answer!r}, not a JSON object")
     return answer
 
 
@@ -640,14 +644,14 @@ def _session_of_send(url: str, token: str) -> str | None:
 def _chat_send(args: argparse.Namespace) -> int:
     try:
         images = [_image_payload(path) for path in args.image]
-    except ValueError as error:
+    except CommandRefused as error:
         return fail(str(error), EXIT_USAGE)
     try:
         url = args.url or _served_url_or_refusal(args.box)
         token = args.token or read_token(BoxPaths(args.box.expanduser().resolve()))
     except FileNotFoundError as error:
         return fail(f"no running box found ({error.filename}); start `bbx serve`")
-    except (ValueError, OSError, NotABoxError) as error:
+    except (CommandRefused, OSError, NotABox) as error:
         return fail(str(error))
     body: dict[str, object] = {"message": args.text, "messageId": new_uuid4()}
     if images:
@@ -659,7 +663,7 @@ def _chat_send(args: argparse.Namespace) -> int:
         return fail(f"{error.code}: {error.read().decode('utf-8', 'replace')}")
     except (urllib.error.URLError, OSError) as error:
         return fail(f"cannot reach the box at {url}: {error}")
-    except ValueError as error:
+    except (ValueError, CommandRefused) as error:
         return fail(f"the box at {url} answered what is not its API: {error}")
     if session_id is None:
         fail("the engine named no session for this send (`bbx chat history` shows the chat)")

@@ -16,10 +16,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TextIO
 
-__all__ = ["EXIT_FAILED", "EXIT_USAGE", "add_box_option", "box_refusal", "counted", "fail"]
+from beebox_spec.errors import BeeboxError
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "CommandRefused",
+    "add_box_option",
+    "box_refusal",
+    "counted",
+    "fail",
+]
 
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
+
+
+class CommandRefused(BeeboxError):
+    """What a command will not do with what it was given; the message is its `bbx:` line."""
 
 
 def add_box_option(parser: argparse.ArgumentParser) -> None:

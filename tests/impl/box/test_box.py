@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from beebox_impl.box import Box, BoxPaths, NotABoxError, init_box
+from beebox_impl.box import Box, BoxPaths, NotABox, init_box
 from beebox_impl.cli import main as bbx
 from beebox_impl.review.schedule import REVIEW_SCHEDULE
 from beebox_impl.services.send import SendRequest
@@ -75,7 +75,7 @@ def test_init_is_idempotent_and_keeps_box_owned_fields(tmp_path: Path) -> None:
 async def test_open_refuses_a_folder_that_is_not_a_box_when_told_not_to_create(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(NotABoxError):
+    with pytest.raises(NotABox):
         async with Box.open(tmp_path / "nothing", create=False):
             pass
     async with Box.open(tmp_path / "made", projects_root=tmp_path / "p") as box:
