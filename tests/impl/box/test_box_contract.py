@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -103,3 +104,16 @@ async def test_end_event_streams_ends_every_subscription(tmp_path: Path) -> None
             box.end_event_streams()
             with anyio.fail_after(5):
                 assert [event async for event in events] == []
+
+
+async def test_bbx_serve_on_a_box_a_host_holds_says_so_in_one_line(tmp_path: Path) -> None:
+    async with Box.open(tmp_path / "box", projects_root=tmp_path / "projects"):
+        process = await anyio.run_process(
+            [sys.executable, "-m", "beebox_impl", "serve", "--box", str(tmp_path / "box")],
+            check=False,
+        )
+    errors = process.stderr.decode()
+    assert process.returncode == 1
+    assert errors.startswith("bbx: cannot serve: ")
+    assert "is open in another Box (an open Box pid" in errors
+    assert "Traceback" not in errors
