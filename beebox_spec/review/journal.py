@@ -37,13 +37,8 @@ The rules, top to bottom:
    entry and `endPrefixHash` the prefix hash through it. When the span is
    empty — a bootstrap over an empty transcript, or no new entries after a
    matching boundary — `endIndex` is -1 and `endPrefixHash` is None: an empty
-   span has no last entry. It is *not* the boundary's own index: the original
-   initialises the end to -1 and moves it only when it keeps an entry, and its
-   type documents "Index of the last entry in `entries` …, or -1 when empty"
-   (§4.3: "endIndex (absolute, -1 if empty)"). Nothing is lost by this: an
-   empty span yields no span id and no journal entry, so the journal keeps
-   pointing at the old boundary — and resolution never reads the stored
-   `endIndex` anyway; it finds the boundary by uuid and checks it by hash.
+   span has no last entry, and its end is not the boundary's own index (§4.3:
+   "endIndex (absolute, -1 if empty)"; `docs/spec-decisions.md#empty-span-end`).
 4. **The state file** (`.beebox/chat-review/state.json`): its exact JSON
    shapes, read with `JSON.parse`'s rules (`beebox_spec.js_values`); a fresh
    state for a missing, unparsable or malformed file (with the reason, so the
