@@ -20,7 +20,7 @@ The layout `init_box` makes (idempotent; ``bbx init``)::
 Re-running it creates only what is missing: the token is never replaced (a
 token file with looser permissions is tightened to 0600), the schedule card
 is re-synced to its template except for the box-owned ``enabled``, every other
-byte of it kept (`beebox_impl.review.schedule`), and the settings file and the
+byte of it kept (`beebox_impl.review.schedule_card`), and the settings file and the
 state folder's ``.gitignore``, the boxholder's to edit, are written only when
 there is none.
 
@@ -66,7 +66,7 @@ from beebox_impl.layout import state_dir
 from beebox_impl.review.lock import LockHeldError, hold_lock_group
 from beebox_impl.review.origin import local_origin
 from beebox_impl.review.paths import husk_dir, schedule_card_path, state_path
-from beebox_impl.review.schedule import install_review_schedule_card
+from beebox_impl.review.schedule_card import install_review_schedule_card
 from beebox_impl.services.attachments import PhotoEngine
 from beebox_impl.services.bootstrap import Bootstrap, ChatBootstrapService, ChatStatus
 from beebox_impl.services.events import BoxEvent, BoxEventHub, relay_chat_events

@@ -6,7 +6,7 @@
   [--start-timeout SECONDS]`` — opens
   the box (creating it if missing) on the embedded defaults and serves it over
   HTTP (`beebox_impl.http.serve_box`), and runs its enabled schedule cards at their
-  cron times (`beebox_impl.schedule`). It prints one line, ``beebox serving
+  cron times (`beebox_impl.scheduler`). It prints one line, ``beebox serving
   <box> at <URL>``, the URL carrying the token (opening it logs a browser in),
   and records where it listens in ``.beebox/serve.json`` (0600) for ``bbx chat
   send``. SIGINT or SIGTERM shuts it down cleanly: requests in flight finish,
@@ -83,7 +83,7 @@ from beebox_impl.http.server import (
 )
 from beebox_impl.ids import new_uuid4
 from beebox_impl.review.lock import LockHeldError, hold_lock_group
-from beebox_impl.schedule import run_schedules
+from beebox_impl.scheduler import run_schedules
 from beebox_impl.settings import InvalidBoxSettings, PermissionSettings, load_box_settings
 from beebox_impl.store.database import BoxDatabase, create_database
 from beebox_impl.store.permissions import MAX_LISTED, PermissionDecision, PermissionDecisionStore

@@ -14,7 +14,7 @@
   `openai` — and the redaction of everything that leaves the machine;
 - `apply`: the leak scan, title ownership, one card write;
 - `run`: the run under lock group `retro`, the journal saved after every session;
-- `schedule`: the schedule card `bbx init` installs;
+- `schedule_card`: the schedule card `bbx init` installs;
 - `command`: `bbx chat review status|run`.
 
 Everything here is synchronous, blocking file (and network) work;
@@ -48,7 +48,7 @@ from beebox_impl.review.run import (
     review_chat_sessions,
     run_chat_review,
 )
-from beebox_impl.review.schedule import install_review_schedule_card
+from beebox_impl.review.schedule_card import install_review_schedule_card
 from beebox_impl.review.walk import first_message_title
 
 __all__ = [

@@ -41,7 +41,7 @@ NEVER_LOADED = (
     "beebox_impl.store",
     "beebox_impl.review",
     "beebox_impl.web",
-    "beebox_impl.schedule",
+    "beebox_impl.scheduler",
     "beebox_impl.allocator",
     "ruamel",
     "urllib.request",

@@ -16,7 +16,7 @@ import pytest
 
 from beebox_impl.box import Box, BoxPaths, NotABox, init_box
 from beebox_impl.cli import main as bbx
-from beebox_impl.review.schedule import REVIEW_SCHEDULE
+from beebox_impl.review.schedule_card import REVIEW_SCHEDULE
 from beebox_impl.services.send import SendRequest
 from beebox_impl.session.clock import ManualClock
 from beebox_impl.store.acceptance import (

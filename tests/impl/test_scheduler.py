@@ -14,8 +14,8 @@ import pytest
 from beebox_impl.box import init_box
 from beebox_impl.review.cards import FieldValue, render_card, update_card
 from beebox_impl.review.lock import hold_lock_group
-from beebox_impl.review.schedule import install_review_schedule_card
-from beebox_impl.schedule import (
+from beebox_impl.review.schedule_card import install_review_schedule_card
+from beebox_impl.scheduler import (
     SCHEDULE_DIR,
     read_scheduled_scripts,
     run_schedules,
@@ -52,7 +52,7 @@ def test_only_enabled_well_formed_cards_are_scripts(
     write_card(box, "bad-cron", cron="61 * * * *", runs="true", enabled=True)
     write_card(box, "no-runs", cron="* * * * *", enabled=True)
     write_card(box, "off", cron="* * * * *", runs="true", enabled=False)
-    with caplog.at_level(logging.WARNING, logger="beebox_impl.schedule"):
+    with caplog.at_level(logging.WARNING, logger="beebox_impl.scheduler"):
         (review,) = read_scheduled_scripts(box)
     assert review.name == "chat-review"
     assert review.cron == "0 4 * * *"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from beebox_impl.review.cards import read_card
-from beebox_impl.review.schedule import REVIEW_SCHEDULE, install_review_schedule_card
+from beebox_impl.review.schedule_card import REVIEW_SCHEDULE, install_review_schedule_card
 
 
 def test_install_writes_the_disabled_nightly_card(tmp_path: Path) -> None:
