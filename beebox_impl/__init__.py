@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         SchemaTooNew,
         WrongThread,
     )
-    from beebox_impl.http.server import HttpLimits, RunningServer, serve_box
+    from beebox_impl.http.server import HttpLimits, RemoteBindRefused, RunningServer, serve_box
     from beebox_impl.review.lock import LockHeldError
     from beebox_impl.services.bootstrap import Bootstrap, ChatStatus
     from beebox_impl.services.events import (
@@ -144,6 +144,7 @@ __all__ = [
     "PhotosWaiting",
     "Queued",
     "Rejection",
+    "RemoteBindRefused",
     "RunningServer",
     "SchemaTooNew",
     "SendFailed",
@@ -189,6 +190,7 @@ _HOMES: dict[str, str] = {
     "SchemaTooNew": "beebox_impl.errors",
     "WrongThread": "beebox_impl.errors",
     "HttpLimits": "beebox_impl.http.server",
+    "RemoteBindRefused": "beebox_impl.http.server",
     "RunningServer": "beebox_impl.http.server",
     "serve_box": "beebox_impl.http.server",
     "LockHeldError": "beebox_impl.review.lock",

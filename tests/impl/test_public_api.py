@@ -45,7 +45,7 @@ PUBLIC_NAMES = {
     "NotABox", "BoxInUse", "BoxClosed", "SchemaTooNew", "WrongThread", "InvalidRequest",
     "MalformedMediaRef", "InvalidSessionId", "InvalidHistorySlice", "InvalidBoxSettings",
     "InvalidPermissionMode", "PermissionNotFound", "PermissionAlreadyEnded",
-    "SessionBusyError", "EngineStartError", "LockHeldError",
+    "SessionBusyError", "EngineStartError", "LockHeldError", "RemoteBindRefused",
 }  # fmt: skip
 
 
