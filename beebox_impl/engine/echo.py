@@ -24,7 +24,8 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   ``system/init`` (``session_id``, ``cwd``, ``model: "echo"``, ``tools: []``, …),
   as the CLI does in streaming-input mode.
 - **A turn.** The answer is decided as the turn is taken in, and the user line
-  and the answer's lines are appended to the transcript in one write. The answer:
+  and the answer's lines are appended to the transcript in one write (the
+  answer's own line later, when it streams: see "Live text"). The answer:
   one ``assistant`` message (one text block, ``stop_reason: end_turn``) whose text
   says what was received — ``You said: "…"`` and, for images,
   ``and sent 2 images (image/png, 12.3 KB; image/jpeg, 1.1 MB)`` (decimal units,
@@ -33,6 +34,20 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   ``duration_ms`` from the injected clock). The live messages' uuids are the
   transcript lines' uuids (§8.2). With ``replay_user_messages`` the user turn is
   also echoed as a ``user`` message with ``isReplay`` (``--replay-user-messages``).
+- **Live text.** With ``include_partial_messages`` (the default, as the Claude
+  engine asks the CLI; ``--include-partial-messages``) the answer streams as the
+  CLI streams a message: ``stream_event`` messages of the Messages API's events —
+  ``message_start``, ``content_block_start``, then its text in word-sized pieces
+  (`answer_pieces`: a word and the space before it, at most `ECHO_MAX_PIECES`),
+  each a ``content_block_delta`` said ``piece_delay`` seconds after the last
+  (`ECHO_PIECE_DELAY` by default; ``sleep`` waits, injected) — then the
+  complete ``assistant`` message, then ``content_block_stop``, ``message_delta``
+  and ``message_stop``, then the ``result``, in the keys and order Claude Code
+  2.1.332 says them. As the CLI writes a message once it is complete, the
+  answer's line is then appended when its ``assistant`` message is said, not with
+  the turn's other lines: a history read mid-stream holds the prompt, and the
+  text so far is the live text alone. A close while the answer streams ends it
+  there, its line unwritten, as a CLI killed mid-stream leaves it.
 - **A tool turn.** A turn whose text starts with ``tool:`` (`ECHO_TOOL_PREFIX`)
   first calls the echo's one tool, ``Echo`` (it runs nothing: its result is the
   rest of the text), as the CLI writes a call: an ``assistant`` line holding the
@@ -55,7 +70,8 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
 
 Ordering guarantee — how a reader awaits the writes: every transcript line is
 appended (one ``os.write`` with ``O_APPEND`` on a file created 0600, parent folders
-created) *before* the message that reports it is emitted, so once a consumer has
+created) *before* the message that reports it is emitted (a stream event reports
+no line), so once a consumer has
 received a turn's ``result``, the file holds that turn (written, not fsynced:
 visible to every reader, not proof against a power cut). A turn's append of at
 most `INLINE_APPEND_BYTES` (a text turn: a few KiB) is made on the event loop, after
@@ -91,10 +107,11 @@ writes them; image blocks are written as the CLI writes them,
 from __future__ import annotations
 
 import json
+import math
 import os
 import unicodedata
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,6 +125,7 @@ from beebox_impl.engine.messages import (
     assistant_message,
     init_message,
     result_message,
+    stream_event_message,
     tool_result_message,
     user_replay_message,
     zero_usage,
@@ -121,7 +139,9 @@ from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.media import image_blocks
 
 __all__ = [
+    "ECHO_MAX_PIECES",
     "ECHO_MODEL",
+    "ECHO_PIECE_DELAY",
     "ECHO_TOOL",
     "ECHO_TOOL_PREFIX",
     "ECHO_VERSION",
@@ -129,6 +149,7 @@ __all__ = [
     "INTERRUPTED_TEXT",
     "EchoEngine",
     "EchoRun",
+    "answer_pieces",
     "describe_turn",
     "ends_mid_line",
     "iso_timestamp",
@@ -151,6 +172,11 @@ ECHO_TOOL = "Echo"
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 # The `errors` of an interrupted turn's result.
 INTERRUPTED_ERROR = "interrupted by the user"
+# How long the echo waits before each piece of a streamed answer, by default: an
+# answer shows as it streams, and a box's tests are not held up.
+ECHO_PIECE_DELAY = 0.02
+# The most pieces an answer streams in: a long one goes in longer pieces.
+ECHO_MAX_PIECES = 20
 
 # Transcript entries in the uuid chain (§2 family A); a resumed file continues from
 # the last one of these that is not a sub-agent's.
@@ -209,6 +235,17 @@ def describe_turn(content: TurnContent) -> str:
     noun = "image" if len(images) == 1 else "images"
     sent = f"sent {len(images)} {noun} ({'; '.join(_describe_image(i) for i in images)})"
     return f"{said} and {sent}" if texts else f"You {sent}"
+
+
+def answer_pieces(text: str, most: int = ECHO_MAX_PIECES) -> list[str]:
+    """``text`` in the pieces it streams in: words, each with the space before it,
+    joined into at most ``most`` pieces of as many words each; none of no text."""
+    words = text.split(" ")
+    spaced = [words[0], *(" " + word for word in words[1:])]
+    size = math.ceil(len(spaced) / most)
+    pieces = ["".join(spaced[at : at + size]) for at in range(0, len(spaced), size)]
+    # A piece of no text is no delta (an empty text; a text of spaces alone is one).
+    return [piece for piece in pieces if piece]
 
 
 # ---------------------------------------------------------------------------
@@ -408,6 +445,32 @@ class _Turn:
     content: TurnContent
 
 
+@dataclass(frozen=True)
+class _Saying:
+    """A message to say: ``delay`` seconds after the last one, once ``lines`` are
+    appended (a streamed answer's line, written as its message is said); the chain's
+    last uuid before those lines is ``chained_from``, where it goes back to should
+    they not be written."""
+
+    message: JsonObject
+    delay: float = 0.0
+    lines: bytes = b""
+    chained_from: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether it can be said now, with no wait and no write."""
+        return not self.delay and not self.lines
+
+
+@dataclass(frozen=True)
+class _Streaming:
+    """How a run streams its answers (None in its place: it does not)."""
+
+    piece_delay: float
+    sleep: Callable[[float], Awaitable[None]]
+
+
 class EchoRun:
     """One echo conversation; see the module docstring for what it says and writes."""
 
@@ -420,6 +483,7 @@ class EchoRun:
         new_id: Callable[[], str],
         files: _FileWork,
         replay_user_messages: bool,
+        streaming: _Streaming | None = None,
     ) -> None:
         self._session_id = session_id
         self._cwd = placement.cwd
@@ -432,9 +496,10 @@ class EchoRun:
         self._new_id = new_id
         self._files = files
         self._replay = replay_user_messages
+        self._streaming = streaming
         self._inbox: Mailbox[_Turn] = Mailbox()
         # Messages of answered turns not yet read.
-        self._outbox: deque[JsonObject] = deque()
+        self._outbox: deque[_Saying] = deque()
         self._turns_sent = 0
         # The number of the last turn whose answer is decided: too late to interrupt.
         self._answers_decided = 0
@@ -491,8 +556,11 @@ class EchoRun:
         self._outbox.clear()
 
     def _take_said(self) -> JsonObject | None:
-        # A message already said (its line written), if one waits; close() drops them.
-        return self._outbox.popleft() if self._outbox else None
+        # A message already said (its line written), if one waits with nothing to wait
+        # for or write first; close() drops them.
+        if self._outbox and self._outbox[0].ready:
+            return self._outbox.popleft().message
+        return None
 
     async def _next_message(self) -> JsonObject:
         await checkpoint()
@@ -506,7 +574,25 @@ class EchoRun:
                 self._closed = True
                 raise StopAsyncIteration from None
             await self._answer(turn)
-        return self._outbox.popleft()
+        saying = self._outbox[0]
+        if saying.delay and self._streaming is not None:
+            await self._streaming.sleep(saying.delay)
+        if saying.lines and not self._over():
+            await self._write_streamed(saying)
+        # A close while it waited or wrote drops the rest (a line written stays written).
+        if self._over():
+            raise StopAsyncIteration
+        return self._outbox.popleft().message
+
+    async def _write_streamed(self, saying: _Saying) -> None:
+        """A streamed answer's line, as its message is said; not written, the turn says
+        nothing more and the chain goes back to where it was before the line."""
+        try:
+            await self._write(saying.lines)
+        except BaseException:
+            self._parent_uuid = saying.chained_from
+            self._outbox.clear()
+            raise
 
     async def _answer(self, turn: _Turn) -> None:
         """Write the turn's lines, then queue its messages (its lines before its messages).
@@ -521,21 +607,24 @@ class EchoRun:
         prompt = _Prompt(self._new_id(), turn.number)
         content = _transcript_content(turn.content)
         lines = [self._chained(user_uuid, self._prompt_line(user_uuid, content, started, prompt))]
-        said: list[JsonObject] = []
+        said: list[_Saying] = []
         if not self._announced:
             self._announced = True
             said.append(
-                init_message(
-                    self._session_id,
-                    uuid=self._new_id(),
-                    cwd=self._cwd,
-                    model=ECHO_MODEL,
-                    tools=[],
-                    version=ECHO_VERSION,
+                _Saying(
+                    init_message(
+                        self._session_id,
+                        uuid=self._new_id(),
+                        cwd=self._cwd,
+                        model=ECHO_MODEL,
+                        tools=[],
+                        version=ECHO_VERSION,
+                    )
                 )
             )
         if self._replay:
-            said.append(user_replay_message(content, session_id=self._session_id, uuid=user_uuid))
+            replayed = user_replay_message(content, session_id=self._session_id, uuid=user_uuid)
+            said.append(_Saying(replayed))
         # From here the answer is decided: an interrupt now is too late for this turn.
         self._answers_decided = turn.number
         if turn.number in self._interrupted:
@@ -544,43 +633,52 @@ class EchoRun:
         else:
             answer_lines, answer = self._answer_echo(turn.content, started, prompt)
         lines.extend(answer_lines)
-        if self._cut_short is None:
-            self._cut_short = await self._files.run(ends_mid_line, self._path)
-        if self._cut_short:
-            # The cut line ends as a line of its own (unreadable, skipped by readers),
-            # not as the start of this turn's first line.
-            lines.insert(0, b"\n")
         try:
-            await self._files.append(self._path, b"".join(lines))
+            await self._write(b"".join(lines))
         except BaseException:
             # Not written: the next lines hang where these would have, and the
-            # init message is still to be said. Part of it may be: the next append
-            # looks at the file's end first.
+            # init message is still to be said.
             self._parent_uuid, self._announced = parent_before, announced_before
-            self._cut_short = None
             raise
-        self._cut_short = False
         # A run closed during the write says nothing more (its lines stay written).
         if self._over():
             return
         self._outbox.extend(said)
         self._outbox.extend(answer)
 
+    async def _write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines), a line the file was left inside ended first."""
+        if self._cut_short is None:
+            self._cut_short = await self._files.run(ends_mid_line, self._path)
+        if self._cut_short:
+            # The cut line ends as a line of its own (unreadable, skipped by readers),
+            # not as the start of this write's first line.
+            data = b"\n" + data
+        try:
+            await self._files.append(self._path, data)
+        except BaseException:
+            # Part of it may be written: the next append looks at the file's end first.
+            self._cut_short = None
+            raise
+        self._cut_short = False
+
     def _answer_echo(
         self, content: TurnContent, started: datetime, prompt: _Prompt
-    ) -> tuple[list[bytes], list[JsonObject]]:
+    ) -> tuple[list[bytes], list[_Saying]]:
         lines: list[bytes] = []
-        said: list[JsonObject] = []
+        said: list[_Saying] = []
         tool_text = _tool_text(content)
         if tool_text is not None:
-            lines, said = self._call_the_tool(tool_text, prompt)
+            lines, tool_said = self._call_the_tool(tool_text, prompt)
+            said = [_Saying(message) for message in tool_said]
         reply = describe_turn(content)
         assistant_uuid = self._new_id()
+        message_id = "msg_" + self._new_id().replace("-", "")
         assistant = assistant_message(
             reply,
             session_id=self._session_id,
             uuid=assistant_uuid,
-            message_id="msg_" + self._new_id().replace("-", ""),
+            message_id=message_id,
             model=ECHO_MODEL,
             stop_reason="end_turn",
             usage=zero_usage(),
@@ -596,8 +694,61 @@ class EchoRun:
             stop_reason="end_turn",
             usage=zero_usage(),
         )
-        lines.append(self._chained(assistant_uuid, line))
-        return lines, [*said, assistant, result]
+        chained_from = self._parent_uuid
+        answer_line = self._chained(assistant_uuid, line)
+        if self._streaming is None:
+            lines.append(answer_line)
+            return lines, [*said, _Saying(assistant), _Saying(result)]
+        before, after = self._stream_events(reply, message_id, self._streaming.piece_delay)
+        spoken = _Saying(assistant, lines=answer_line, chained_from=chained_from)
+        return lines, [*said, *before, spoken, *after, _Saying(result)]
+
+    def _stream_events(
+        self, reply: str, message_id: str, delay: float
+    ) -> tuple[list[_Saying], list[_Saying]]:
+        """The stream events said before the answer's complete message, and after it
+        (the module doc's "Live text")."""
+
+        def event(body: JsonObject, timing: JsonObject | None = None) -> _Saying:
+            said = stream_event_message(
+                body,
+                session_id=self._session_id,
+                uuid=self._new_id(),
+                message_id=message_id,
+                timing=timing,
+            )
+            # Each piece of text is said a moment after the last.
+            return _Saying(said, delay=delay if body["type"] == "content_block_delta" else 0.0)
+
+        start: JsonObject = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": ECHO_MODEL,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        block: JsonObject = {"type": "text", "text": ""}
+        pieces: list[JsonObject] = [
+            {"type": "text_delta", "text": piece} for piece in answer_pieces(reply)
+        ]
+        ended: JsonObject = {"stop_reason": "end_turn", "stop_sequence": None}
+        before = [
+            event(
+                {"type": "message_start", "message": start},
+                {"ttft_ms": 0, "thinking_display": "updates"},
+            ),
+            event({"type": "content_block_start", "index": 0, "content_block": block}),
+            *(event({"type": "content_block_delta", "index": 0, "delta": d}) for d in pieces),
+        ]
+        after = [
+            event({"type": "content_block_stop", "index": 0}),
+            event({"type": "message_delta", "delta": ended, "usage": {"output_tokens": 0}}),
+            event({"type": "message_stop"}),
+        ]
+        return before, after
 
     def _call_the_tool(self, text: str, prompt: _Prompt) -> tuple[list[bytes], list[JsonObject]]:
         """The `Echo` tool's call and its result: their lines and their messages."""
@@ -647,7 +798,7 @@ class EchoRun:
 
     def _answer_interrupted(
         self, started: datetime, prompt: _Prompt
-    ) -> tuple[list[bytes], list[JsonObject]]:
+    ) -> tuple[list[bytes], list[_Saying]]:
         marker_uuid = self._new_id()
         marker: list[JsonValue] = [{"type": "text", "text": INTERRUPTED_TEXT}]
         line = self._notice_line(marker_uuid, marker, self._clock(), prompt)
@@ -661,7 +812,7 @@ class EchoRun:
             usage=zero_usage(),
             errors=[INTERRUPTED_ERROR],
         )
-        return [self._chained(marker_uuid, line)], [result]
+        return [self._chained(marker_uuid, line)], [_Saying(result)]
 
     def _over(self) -> bool:
         # A method, not the attribute: close() may have run at any await.
@@ -814,6 +965,8 @@ class EchoEngine:
     (a uuid4 string by default). ``offload_io=False`` does file work on the event
     loop, for tests that settle by waiting until every task is blocked.
     ``replay_user_messages`` echoes each turn as a ``user`` message.
+    ``include_partial_messages`` streams each answer (the module doc's "Live
+    text"), a piece every ``piece_delay`` seconds, waited with ``sleep``.
     """
 
     def __init__(
@@ -824,12 +977,16 @@ class EchoEngine:
         *,
         offload_io: bool = True,
         replay_user_messages: bool = False,
+        include_partial_messages: bool = True,
+        piece_delay: float = ECHO_PIECE_DELAY,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
         self._projects_root = projects_root
         self._clock = clock
         self._new_id = new_id
         self._files = _FileWork(offload_io)
         self._replay = replay_user_messages
+        self._streaming = _Streaming(piece_delay, sleep) if include_partial_messages else None
 
     async def start(self, options: StartOptions) -> EchoRun:
         """Open a run on a new session, or on ``options.resume_session_id``."""
@@ -847,4 +1004,5 @@ class EchoEngine:
             new_id=self._new_id,
             files=self._files,
             replay_user_messages=self._replay,
+            streaming=self._streaming,
         )

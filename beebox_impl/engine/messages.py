@@ -27,6 +27,7 @@ __all__ = [
     "init_message",
     "raw_sdk_message",
     "result_message",
+    "stream_event_message",
     "tool_result_message",
     "user_replay_message",
     "zero_usage",
@@ -129,6 +130,31 @@ def assistant_message(
         "parent_tool_use_id": None,
         "message": body,
     }
+
+
+def stream_event_message(
+    event: JsonObject,
+    *,
+    session_id: str,
+    uuid: str,
+    message_id: str,
+    timing: JsonObject | None = None,
+) -> JsonObject:
+    """``stream_event``: one event of the Messages API's stream while a message streams
+    (``--include-partial-messages``), in the keys and order Claude Code 2.1.332 says
+    it; ``message_id`` is the streaming message's id, ``timing`` the keys the CLI adds
+    to a ``message_start`` (``ttft_ms``, ``thinking_display``)."""
+    message: JsonObject = {
+        "type": "stream_event",
+        "event": event,
+        "session_id": session_id,
+        "parent_tool_use_id": None,
+        "uuid": uuid,
+    }
+    if timing is not None:
+        message.update(timing)
+    message["api_message_id"] = message_id
+    return message
 
 
 def user_replay_message(

@@ -77,8 +77,17 @@ def projects(tmp_path: Path) -> Path:
     return tmp_path / "projects"
 
 
-def engine_for(projects: Path, **options: bool) -> EchoEngine:
-    return EchoEngine(projects, StepClock(), Ids(), offload_io=False, **options)
+def engine_for(projects: Path, *, replay_user_messages: bool = False) -> EchoEngine:
+    """An echo on the test's clock and ids whose answers arrive whole (the streamed ones
+    are `test_echo_streaming.py`'s)."""
+    return EchoEngine(
+        projects,
+        StepClock(),
+        Ids(),
+        offload_io=False,
+        replay_user_messages=replay_user_messages,
+        include_partial_messages=False,
+    )
 
 
 async def next_message(stream: AsyncIterator[JsonObject]) -> JsonObject:
@@ -649,7 +658,9 @@ async def test_a_text_turn_is_appended_on_the_loop_and_a_photo_turn_where_offloa
 
     loop_thread = threading.get_ident()
     monkeypatch.setattr(echo_module, "_append", recording)
-    engine = EchoEngine(projects, StepClock(), Ids(), offload_io=offload_io)
+    engine = EchoEngine(
+        projects, StepClock(), Ids(), offload_io=offload_io, include_partial_messages=False
+    )
     run = await engine.start(StartOptions(cwd=box))
     stream = run.messages()
     await turn(run, stream, "just text")
