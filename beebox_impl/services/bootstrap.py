@@ -19,6 +19,11 @@ The pending read is `beebox_spec.reconcile.read_accepted_messages` over the last
 `ACCEPTED_SCAN_LIMIT` ``chat-user-message`` rows, with the box's clock. ``label``
 is the husk's editorial title, which this box does not write yet: null.
 ``status`` is the whole-box chat's state (ours: the original's is not recorded).
+``liveText`` (ours) is the text so far of the assistant message the chat is
+streaming now (`ChatSession.live_text`; `beebox_spec.sdk_messages`, "Live
+text"), so a page opened or reloaded mid-turn shows it; null when none is, and
+for a session other than the chat's. It is read last: text that has become a
+complete message by then is in ``history``, not here as well.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ class Bootstrap(TypedDict):
     pending: list[PendingMessage]
     # The chat's pending permission requests (`beebox_spec.permissions`), oldest first.
     permissions: list[PermissionRequest]
+    # The text so far of the assistant message being streamed now (ours), or None.
+    liveText: str | None
 
 
 class UnavailableBootstrap(Bootstrap):
@@ -83,6 +90,12 @@ class ChatBootstrapService:
         self._history = history
         self._acceptance = acceptance
         self._clock = clock
+
+    def live_text(self, session_id: str | None) -> str | None:
+        """The chat's live text, when ``session_id`` is the chat's session."""
+        if session_id != self._session.session_id:
+            return None
+        return self._session.live_text
 
     def status(self) -> ChatStatus:
         """The chat's state now."""
@@ -127,6 +140,7 @@ class ChatBootstrapService:
                 "status": status,
                 "pending": await self.pending(None, viewer_email, []),
                 "permissions": self._session.pending_permissions,
+                "liveText": self.live_text(None),
             }
         if not await self._history.has_transcript(session_id):
             unavailable: UnavailableBootstrap = {
@@ -139,6 +153,7 @@ class ChatBootstrapService:
                 "huskPath": None,
                 "pending": await self.pending(session_id, viewer_email, []),
                 "permissions": self._session.pending_permissions,
+                "liveText": self.live_text(session_id),
             }
             return unavailable
         history = await self._history.history(session_id, window)
@@ -153,4 +168,5 @@ class ChatBootstrapService:
             "status": status,
             "pending": await self.pending(session_id, viewer_email, markers),
             "permissions": self._session.pending_permissions,
+            "liveText": self.live_text(session_id),
         }

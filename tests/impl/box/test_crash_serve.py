@@ -250,8 +250,10 @@ def test_a_send_answered_before_the_engine_started_is_pending_after_sigkill(
         "status",
         "pending",
         "permissions",
+        "liveText",
     }
     assert boot["permissions"] == []
+    assert boot["liveText"] is None
     assert boot["kind"] == "empty"
     assert boot["sessionId"] is None
     assert boot["history"] is None

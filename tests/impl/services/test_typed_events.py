@@ -57,7 +57,14 @@ async def test_what_a_box_publishes_is_what_its_types_say(tmp_path: Path) -> Non
             await anyio.sleep(0.1)
             seen.extend(events.drain_nowait())
     names = [event.name for event in seen]
-    for expected in ("chat-user-message", "chat-turn", "session-id", "message", "done"):
+    for expected in (
+        "chat-user-message",
+        "chat-turn",
+        "session-id",
+        "turn-delta",
+        "message",
+        "done",
+    ):
         assert expected in names
     for event in seen:
         assert_is_its_type(event)
