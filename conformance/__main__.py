@@ -41,6 +41,41 @@ def targets(target: str, backend: str) -> dict[str, HandlerTable | str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.allow_writes and not args.url:
+        # --serve's box is the run's own and always written; nothing else is a box.
+        parser.error(f"{ALLOW_WRITES} applies only to a live box (--url)")
+    # Scenarios provoke failures on purpose; their warnings are noise unless asked for.
+    logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR)
+    paths: list[Path] = args.paths or [PACKAGED_VECTORS]
+
+    if args.list:
+        _print_kinds(paths)
+        return 0
+
+    # A live host is its own target: --url runs the vectors against it alone.
+    chosen: dict[str, HandlerTable | str] = (
+        {"http": http_handlers(args.url, args.token)}
+        if args.url
+        else targets(args.target, args.backend)
+    )
+    try:
+        reports = _run_targets(
+            paths,
+            chosen,
+            serve=args.serve and not args.url,
+            # Someone's live box is written to only when asked; a --serve box is the run's own.
+            read_only=bool(args.url) and not args.allow_writes,
+        )
+    except ServeFailed as error:
+        print(f"FAIL --serve: {error}")
+        return 1
+    return _print_reports(reports, paths)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line `main` reads."""
     parser = argparse.ArgumentParser(
         prog="python -m conformance",
         description="Run beebox conformance vectors (files or folders) against a target.",
@@ -89,54 +124,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="show the implementation's warnings (start failures, …)",
     )
-    args = parser.parse_args(argv)
-    if args.allow_writes and not args.url:
-        # --serve's box is the run's own and always written; nothing else is a box.
-        parser.error(f"{ALLOW_WRITES} applies only to a live box (--url)")
-    # Scenarios provoke failures on purpose; their warnings are noise unless asked for.
-    logging.basicConfig(level=logging.WARNING if args.verbose else logging.ERROR)
-    paths: list[Path] = args.paths or [PACKAGED_VECTORS]
+    return parser
 
-    if args.list:
-        counts = count_kinds(paths)
-        for kind in sorted(counts):
-            print(f"{kind}\t{counts[kind]}")
-        print(f"{sum(counts.values())} cases in {len(counts)} kinds")
-        return 0
 
-    # A live host is its own target: --url runs the vectors against it alone.
-    chosen = (
-        {"http": http_handlers(args.url, args.token)}
-        if args.url
-        else targets(args.target, args.backend)
-    )
-    # Someone's live box is written to only when asked; a --serve box is the run's own.
-    read_only = bool(args.url) and not args.allow_writes
+def _print_kinds(paths: list[Path]) -> None:
+    """``--list``: each vector kind under ``paths`` with its case count, then the totals."""
+    counts = count_kinds(paths)
+    for kind in sorted(counts):
+        print(f"{kind}\t{counts[kind]}")
+    print(f"{sum(counts.values())} cases in {len(counts)} kinds")
+
+
+def _run_targets(
+    paths: list[Path],
+    chosen: dict[str, HandlerTable | str],
+    *,
+    serve: bool,
+    read_only: bool,
+) -> dict[str, RunReport]:
+    """Each chosen target's report on the vectors under ``paths`` (a target that cannot
+    run here, one failure); with ``serve``, also the run's own `bbx serve` boxes'
+    (`ServeFailed` when one does not start)."""
     reports: dict[str, RunReport] = {}
     with contextlib.ExitStack() as stack:
-        if args.serve and not args.url:
-            # One box a photo mode: a box reads every transcript in its own.
-            try:
-                served = {mode: stack.enter_context(served_box(mode)) for mode in PHOTO_MODES}
-            except ServeFailed as error:
-                print(f"FAIL --serve: {error}")
-                return 1
-            default = served[DEFAULT_PHOTO_MODE]
-            chosen["serve"] = {
-                **http_handlers(default.url, default.token),
-                **served_transcript_handlers(
-                    {
-                        mode: (HttpHost(box.url, box.token), box.write_transcript)
-                        for mode, box in served.items()
-                    }
-                ),
-            }
+        if serve:
+            chosen["serve"] = _served_handlers(stack)
         for name, handlers in chosen.items():
             if isinstance(handlers, str):
                 reports[name] = RunReport(failed=1, not_run=handlers)
                 continue
             named = name if len(chosen) > 1 else ""
             reports[name] = run_files(paths, handlers, named, read_only=read_only)
+    return reports
+
+
+def _served_handlers(stack: contextlib.ExitStack) -> HandlerTable:
+    """The http/* handlers over `bbx serve` boxes that ``stack`` stops on exit."""
+    # One box a photo mode: a box reads every transcript in its own.
+    served = {mode: stack.enter_context(served_box(mode)) for mode in PHOTO_MODES}
+    default = served[DEFAULT_PHOTO_MODE]
+    return {
+        **http_handlers(default.url, default.token),
+        **served_transcript_handlers(
+            {
+                mode: (HttpHost(box.url, box.token), box.write_transcript)
+                for mode, box in served.items()
+            }
+        ),
+    }
+
+
+def _print_reports(reports: dict[str, RunReport], paths: list[Path]) -> int:
+    """Print the failures, what did not run, the skipped writes, each target's summary
+    and the closing line; the exit status (0 only when something passed and nothing
+    failed)."""
     report = RunReport()
     for one in reports.values():
         report.merge(one)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from beebox_spec.transcript import PhotoMode
 from conformance.__main__ import main as conformance_main
 from conformance.runner import PACKAGED_VECTORS, count_kinds
-from conformance.serve import served_box
+from conformance.serve import ServedBox, ServeFailed, served_box
 from conformance.targets.http import HttpHost, ServedMediaExtract, served_transcript_handlers
 
 
@@ -34,6 +35,31 @@ def test_the_served_box_answers_http_and_transcript_vectors(
         "(kinds this target does not answer: transcript/read-lines)",
         f"{http + 2 * entries + read_lines} passed, 0 failed, {http + read_lines} skipped",
     ]
+
+
+class _NotStarting:
+    """A `served_box` whose `bbx serve` never says it is serving."""
+
+    def __init__(self, photos: PhotoMode = "refs") -> None:
+        self.photos = photos
+
+    def __enter__(self) -> ServedBox:
+        raise ServeFailed("bbx serve did not start: address already in use")
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def test_a_bbx_serve_that_does_not_start_fails_the_run_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("conformance.__main__.served_box", _NotStarting)
+    vectors = str(PACKAGED_VECTORS / "http")
+    assert conformance_main(["--target", "spec", "--serve", vectors]) == 1
+    # Nothing else ran: the one line says why.
+    assert capsys.readouterr().out == (
+        "FAIL --serve: bbx serve did not start: address already in use\n"
+    )
 
 
 def test_a_history_that_differs_from_the_transcript_fails_the_case(tmp_path: Path) -> None:
