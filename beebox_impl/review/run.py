@@ -46,7 +46,9 @@ from beebox_impl.review.cards import (
     FIELD_EVIDENCE,
     FIELD_REVIEW_SPAN,
     FIELD_TITLE,
+    Card,
     HuskCard,
+    StampedCard,
     husk_of_card,
     read_stamped_card,
 )
@@ -82,9 +84,11 @@ from beebox_impl.review.walk import (
 from beebox_spec.entries import MAX_SESSION_ENTRIES, JsonValue, SessionEntry
 from beebox_spec.errors import InvalidArgument
 from beebox_spec.js_values import to_iso_timestamp
+from beebox_spec.review.husk import HuskWritePlan
 from beebox_spec.review.journal import (
     METADATA_CONSUMER,
     AppliedSpan,
+    ResolvedSpan,
     ReviewState,
     SessionAction,
     SessionReviewState,
@@ -314,44 +318,19 @@ class _SessionReview:
         husk_name: str | None,
     ) -> ReviewState | None:
         """The state after reviewing one session, or None when it did not change."""
-        summary = self.summary
         session_id = qualified.session_id
-        log_path = Path(qualified.log_path)
-        husk_path = Path(qualified.husk_path)
-        # Step 1: the transcript as it is now.
-        try:
-            status = os.stat(log_path)
-        except OSError:
-            summary.missing_transcripts += 1
+        quiet = self._stat_if_quiet(Path(qualified.log_path))
+        if quiet is None:
             return None
-        now = self.clock()
-        judged_at = quiescence_judged_at(now, include_active=self.include_active)
-        if not is_quiescent(mtime_of(status), judged_at):
-            summary.deferred_active += 1
-            return None
+        status, now = quiet
         previous = session_state(state, session_id)
-        journal = journal_span_id(previous)
-        # Step 2: the span, re-read.
-        source = TranscriptEntries(log_path, session_id)
-        try:
-            walked = self._walk(
-                source, previous["applied"].get(METADATA_CONSUMER), journal, resume, status
-            )
-        except OSError:
-            summary.missing_transcripts += 1
+        walked = self._reread(qualified, previous, resume, status)
+        if walked is None:
             return None
         span = walked.walk.span
-        # Step 3: read from the top.
-        if span["bootstrap"] is not None:
-            summary.bootstrapped += 1
-            if is_rewrite(span["bootstrap"]):
-                summary.rewritten += 1
-                self.warn(
-                    f"chat review: session {session_id} was rewritten ({span['bootstrap']}): "
-                    "read from the top, existing account kept"
-                )
         # Step 4: the span's identity.
         key = span_id_for(session_id, span)
+        husk_path = Path(qualified.husk_path)
         read = read_stamped_card(husk_path)
         card = read.card
         action = next_session_action(previous, key, card.text(FIELD_REVIEW_SPAN))
@@ -359,17 +338,85 @@ class _SessionReview:
             return None
         assert key is not None, "a span with entries has an id"
         if action is SessionAction.EXHAUSTED:
-            summary.exhausted += 1
+            self.summary.exhausted += 1
             return None
         applied = applied_span_for(session_id, span, to_iso_timestamp(now))
         if action is SessionAction.ALREADY_APPLIED:
-            summary.already_applied += 1
+            self.summary.already_applied += 1
             after = state_after_already_applied(
                 previous, applied, card.text(FIELD_TITLE), qualified.snippet_title
             )
             self._after(session_id, after=after, walked=walked, husk_name=husk_name)
             return with_session(state, session_id, after)
-        # Step 7: the reviewer.
+        output = self._reviewer_output(session_id, span, card)
+        if output is None:
+            return with_session(state, session_id, state_after_reviewer_failure(previous, key))
+        plan = self._write_husk(
+            qualified, husk_name, output, stored=previous, span_id=key, read=read
+        )
+        after = state_after_write(previous, applied, plan, key)
+        if plan.review_span_applied:
+            self.summary.reviewed += 1
+        self._after(session_id, after=after, walked=walked, husk_name=husk_name)
+        return with_session(state, session_id, after)
+
+    def _stat_if_quiet(self, log_path: Path) -> tuple[os.stat_result, datetime] | None:
+        """Step 1: the transcript's `stat` as it is now, and the instant it was judged
+        quiet at; None (counted) when it is gone or active again."""
+        try:
+            status = os.stat(log_path)
+        except OSError:
+            self.summary.missing_transcripts += 1
+            return None
+        now = self.clock()
+        judged_at = quiescence_judged_at(now, include_active=self.include_active)
+        if not is_quiescent(mtime_of(status), judged_at):
+            self.summary.deferred_active += 1
+            return None
+        return status, now
+
+    def _reread(
+        self,
+        qualified: QualifiedSession,
+        previous: SessionReviewState,
+        resume: WalkResume | None,
+        status: os.stat_result,
+    ) -> _Walked | None:
+        """Steps 2–3: the span as the transcript is now (its `stat` ``status``),
+        bootstraps and rewrites counted; None (counted) when it is gone."""
+        summary = self.summary
+        session_id = qualified.session_id
+        log_path = Path(qualified.log_path)
+        # Step 2: the span, re-read.
+        source = TranscriptEntries(log_path, session_id)
+        try:
+            walked = self._walk(
+                source,
+                previous["applied"].get(METADATA_CONSUMER),
+                journal_span_id(previous),
+                resume,
+                status,
+            )
+        except OSError:
+            summary.missing_transcripts += 1
+            return None
+        # Step 3: read from the top.
+        bootstrap = walked.walk.span["bootstrap"]
+        if bootstrap is not None:
+            summary.bootstrapped += 1
+            if is_rewrite(bootstrap):
+                summary.rewritten += 1
+                self.warn(
+                    f"chat review: session {session_id} was rewritten ({bootstrap}): "
+                    "read from the top, existing account kept"
+                )
+        return walked
+
+    def _reviewer_output(
+        self, session_id: str, span: ResolvedSpan, card: Card
+    ) -> ReviewOutput | None:
+        """Step 7: the reviewer's output on ``span``, checked against §4.5; None
+        (counted, and said) when the reviewer failed."""
         args = ReviewArgs(
             session_id=session_id,
             current_title=card.text(FIELD_TITLE),
@@ -379,32 +426,42 @@ class _SessionReview:
         )
         try:
             # Checked here too: a third-party reviewer is held to the same schema.
-            output = validate_review_output(_as_json(self.reviewer.review(args)))
+            return validate_review_output(_as_json(self.reviewer.review(args)))
         except Exception as error:
             # The reviewer's trouble counts against this span only.
-            summary.reviewer_failures += 1
+            self.summary.reviewer_failures += 1
             self.warn(f"chat review: reviewer failed on session {session_id}: {error}")
-            return with_session(state, session_id, state_after_reviewer_failure(previous, key))
-        # Step 8: the husk, then the state.
+            return None
+
+    def _write_husk(
+        self,
+        qualified: QualifiedSession,
+        husk_name: str | None,
+        output: ReviewOutput,
+        *,
+        stored: SessionReviewState,
+        span_id: str,
+        read: StampedCard,
+    ) -> HuskWritePlan:
+        """Step 8: ``output`` applied to the husk (`apply_review`), the leak scan's
+        drops said; the plan that was written."""
+        session_id = qualified.session_id
+        husk_path = Path(qualified.husk_path)
         plan, written = apply_review(
             self.box_root,
             husk_path,
             output,
-            stored=previous,
+            stored=stored,
             snippet_title=qualified.snippet_title,
-            span_id=key,
+            span_id=span_id,
             known=read,
         )
         # The review sets no field discovery reads: the card read for the write has them.
         self._remember_husk(husk_path, husk_name, husk_of_card(husk_path, written))
         for rejected in plan.rejected:
-            summary.rejected.append(f"{session_id}:{rejected}")
+            self.summary.rejected.append(f"{session_id}:{rejected}")
             self.warn(f"chat review: leak scan dropped {session_id}:{rejected}")
-        after = state_after_write(previous, applied, plan, key)
-        if plan.review_span_applied:
-            summary.reviewed += 1
-        self._after(session_id, after=after, walked=walked, husk_name=husk_name)
-        return with_session(state, session_id, after)
+        return plan
 
     def _remember_husk(self, husk_path: Path, husk_name: str | None, husk: HuskCard) -> None:
         """Our own card write changed the husk's identity, not its discovery fields."""
