@@ -788,20 +788,34 @@ function streamingNode() {
 }
 
 let streamingFrame = null;
+let streamingDirty = false;
 
-/** Show the streaming text by the next frame: pieces that come faster than frames are
- * rendered once. Only the streaming node changes while it is on the page. */
+/** Show the streaming text now, and at most once a frame: a piece that comes after a
+ * quiet frame is on the page at once; pieces that come faster than frames are
+ * rendered together at the next one. Only the streaming node changes while it is on
+ * the page. */
 function renderStreamingSoon() {
-  if (streamingFrame !== null) return;
+  if (streamingFrame !== null) {
+    streamingDirty = true;
+    return;
+  }
+  renderStreaming();
   streamingFrame = requestAnimationFrame(() => {
     streamingFrame = null;
-    if (streamingView.node?.isConnected && state.streaming !== "") {
-      streamingNode();
-      if (pinned) scrollToBottom();
-    } else {
-      render();
+    if (streamingDirty) {
+      streamingDirty = false;
+      renderStreaming();
     }
   });
+}
+
+function renderStreaming() {
+  if (streamingView.node?.isConnected && state.streaming !== "") {
+    streamingNode();
+    if (pinned) scrollToBottom();
+  } else {
+    render();
+  }
 }
 
 function deliveryOf(entry) {
