@@ -201,7 +201,7 @@ def discover(
 ) -> Discovery:
     """Run the gates over every husk of the box (see the module docstring), judged at
     ``now`` (`quiescence_judged_at` is the instant to give for ``--now``)."""
-    found = Discovery()
+    gates = _HuskGates(state, origin, now, locate, cache, keep_resumes)
     qualified: list[QualifiedSession] = []
     names: set[str] = set()
     for husk_path in iter_husk_paths(box_root):
@@ -209,12 +209,82 @@ def discover(
         husk = _husk(husk_path, cache)
         if husk is None:
             continue
+        session = gates.judge(husk_path, husk)
+        if session is not None:
+            qualified.append(session)
+    cache.keep_only(names)
+    found = gates.found
+    found.qualified = order_for_review(qualified)
+    return found
+
+
+@dataclass
+class _HuskGates:
+    """One discovery's gates, run husk by husk; what they skipped, and why, in `found`."""
+
+    state: ReviewState
+    origin: MachineOrigin
+    now: datetime
+    locate: TranscriptLocator
+    cache: DiscoveryCache
+    keep_resumes: bool
+    found: Discovery = field(default_factory=Discovery)
+
+    def judge(self, husk_path: Path, husk: HuskCard) -> QualifiedSession | None:
+        """The husk's session when it passes every gate, else None (its skip counted)."""
+        quiet = self._quiet_transcript(husk_path, husk)
+        if quiet is None:
+            return None
+        log_path, log_status, mtime = quiet
+        facts = _transcript_facts(
+            husk,
+            husk_path.name,
+            log_path,
+            log_status,
+            state=self.state,
+            cache=self.cache,
+            found=self.found,
+            keep_resumes=self.keep_resumes,
+        )
+        reason = first_skip_reason(
+            DiscoveryFacts(
+                husk.origin,
+                self.origin.id,
+                mtime,
+                # A transcript gone mid-walk is missing, whatever its turns were.
+                facts.user_turns if facts is not None else REVIEW_MIN_USER_TURNS,
+                facts.span_chars if facts is not None else None,
+            ),
+            self.now,
+        )
+        if reason is not None:
+            self.found.skipped[reason] += 1
+            self.found.resumes.pop(husk.session, None)
+            return None
+        assert facts is not None, "a qualified session was walked"
+        self.found.husk_names[husk.session] = husk_path.name
+        return QualifiedSession(
+            session_id=husk.session,
+            husk_path=os.fspath(husk_path),
+            log_path=os.fspath(log_path),
+            engine=husk.engine,
+            mtime=mtime,
+            span_chars=facts.span_chars,
+            bootstrap=facts.bootstrap,
+            snippet_title=snippet_title_from(facts.first_user_snippet),
+        )
+
+    def _quiet_transcript(
+        self, husk_path: Path, husk: HuskCard
+    ) -> tuple[Path, os.stat_result, datetime] | None:
+        """The husk's transcript, its `stat` and modification time, when the gates that
+        need no read pass; else None (the skip counted)."""
         try:
-            log_path = locate(husk)
+            log_path = self.locate(husk)
         except InvalidSessionId as error:
             _log.warning("husk %s names no transcript: %s", husk_path, error)
-            found.skipped[SkipReason.MISSING_TRANSCRIPT] += 1
-            continue
+            self.found.skipped[SkipReason.MISSING_TRANSCRIPT] += 1
+            return None
         try:
             log_status: os.stat_result | None = os.stat(log_path)
         except OSError:
@@ -223,59 +293,18 @@ def discover(
         # The gates up to the quiescence check need no read; the later facts pass here.
         early = first_skip_reason(
             DiscoveryFacts(
-                husk.origin, origin.id, mtime, REVIEW_MIN_USER_TURNS, REVIEW_CHAR_THRESHOLD
+                husk.origin, self.origin.id, mtime, REVIEW_MIN_USER_TURNS, REVIEW_CHAR_THRESHOLD
             ),
-            now,
+            self.now,
         )
         if early is not None:
-            found.skipped[early] += 1
+            self.found.skipped[early] += 1
             if early is SkipReason.DEFERRED_ACTIVE:
-                found.deferred_sessions.append(husk.session)
-            continue
+                self.found.deferred_sessions.append(husk.session)
+            return None
         assert log_status is not None, "a quiet transcript was stat'ed"
         assert mtime is not None, "a quiet transcript has a modification time"
-        facts = _transcript_facts(
-            husk,
-            husk_path.name,
-            log_path,
-            log_status,
-            state=state,
-            cache=cache,
-            found=found,
-            keep_resumes=keep_resumes,
-        )
-        reason = first_skip_reason(
-            DiscoveryFacts(
-                husk.origin,
-                origin.id,
-                mtime,
-                # A transcript gone mid-walk is missing, whatever its turns were.
-                facts.user_turns if facts is not None else REVIEW_MIN_USER_TURNS,
-                facts.span_chars if facts is not None else None,
-            ),
-            now,
-        )
-        if reason is not None:
-            found.skipped[reason] += 1
-            found.resumes.pop(husk.session, None)
-            continue
-        assert facts is not None, "a qualified session was walked"
-        found.husk_names[husk.session] = husk_path.name
-        qualified.append(
-            QualifiedSession(
-                session_id=husk.session,
-                husk_path=os.fspath(husk_path),
-                log_path=os.fspath(log_path),
-                engine=husk.engine,
-                mtime=mtime,
-                span_chars=facts.span_chars,
-                bootstrap=facts.bootstrap,
-                snippet_title=snippet_title_from(facts.first_user_snippet),
-            )
-        )
-    cache.keep_only(names)
-    found.qualified = order_for_review(qualified)
-    return found
+        return log_path, log_status, mtime
 
 
 def _husk(path: Path, cache: DiscoveryCache) -> HuskCard | None:
