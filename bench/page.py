@@ -47,7 +47,6 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +72,6 @@ TARGET_LONG_TASK_MS: Final = 50.0
 TARGET_FLAT_RATIO: Final = 1.5
 # How many presses at each end of the history the flatness compares.
 ENDS: Final = 5
-MARKER: Final = re.compile(r"mk\d{4}z")
 WAIT_S: Final = 120.0
 
 # Installed in the page before the first send: when each marker is first in the
@@ -182,24 +180,11 @@ def why_no_live_text_run() -> str | None:
 def measure_live_text(browser: Any, folder: Path, replies: int, pieces: int, out: Figures) -> None:
     """Part 1: each marker's time leaving the double, arriving in an event, on the page."""
     from tests.agent.claude_cli import OfflineClaude  # noqa: PLC0415
-    from tests.agent.messages_api import MessagesApiDouble, Reply  # noqa: PLC0415
+    from tests.agent.messages_api import Reply  # noqa: PLC0415
     from tests.agent.test_serve_claude import serve_claude  # noqa: PLC0415
-
-    class TimedDouble(MessagesApiDouble):
-        """The double, noting when each text piece is written to the CLI."""
-
-        sent_at: dict[str, float]
-
-        def _events(self, answer: Any, model: str) -> Iterator[Any]:
-            for event in super()._events(answer, model):
-                if event is not None and event[0] == "content_block_delta":
-                    text = event[1]["delta"].get("text", "")
-                    for marker in MARKER.findall(text):
-                        self.sent_at.setdefault(marker, time.time())
-                yield event
+    from tests.web.timed_double import TimedDouble, marker  # noqa: PLC0415
 
     with TimedDouble() as api:
-        api.sent_at = {}
         claude = OfflineClaude(folder / "claude", api)
         with serve_claude(folder / "box", claude) as served:
             client = served.client
@@ -209,11 +194,11 @@ def measure_live_text(browser: Any, folder: Path, replies: int, pieces: int, out
             page.locator("#status").filter(has_text=re.compile("Ready|Not running")).wait_for()
             page.evaluate(RECORD_MARKERS)
             for reply in range(replies):
-                words = " ".join(f"mk{reply:02d}{piece:02d}z" for piece in range(pieces))
+                words = " ".join(marker(reply, piece) for piece in range(pieces))
                 api.script(Reply.text(words, delay=PIECE_DELAY_S))
                 page.locator("#composer-text").fill(f"Reply {reply}, please.")
                 page.locator("#composer-text").press("Enter")
-                last = f"mk{reply:02d}{pieces - 1:02d}z"
+                last = marker(reply, pieces - 1)
                 page.wait_for_function(
                     "marker => marker in window.bbxSeen && marker in window.bbxHeard",
                     arg=last,
@@ -224,9 +209,9 @@ def measure_live_text(browser: Any, folder: Path, replies: int, pieces: int, out
             heard: dict[str, float] = page.evaluate("window.bbxHeard")
             out.turn_deltas = page.evaluate("window.bbxDeltas")
             context.close()
-    for marker, sent in api.sent_at.items():
-        if marker in seen and marker in heard:
-            out.deltas.append((sent * 1000, heard[marker], seen[marker]))
+    for word, sent in api.sent_at.items():
+        if word in seen and word in heard:
+            out.deltas.append((sent * 1000, heard[word], seen[word]))
 
 
 def measure_paging(browser: Any, folder: Path, entries: int, out: Figures) -> None:
