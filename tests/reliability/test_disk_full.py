@@ -18,6 +18,7 @@ import json
 import sqlite3
 import sys
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,8 @@ def send(child: ServeProcess, number: int) -> int:
 
 
 def recorded(box: Path) -> tuple[Counter[str], str]:
-    with sqlite3.connect(box / ".beebox" / "box.sqlite3") as database:
+    # `closing`: a connection's own `with` leaves it open (3.13 warns of it).
+    with closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
         rows = database.execute("SELECT payload FROM bus_events").fetchall()
         (integrity,) = database.execute("PRAGMA integrity_check").fetchone()
     # Each send's text names its id ("message 7" is m-7).
