@@ -324,6 +324,69 @@ async def _queue_owed_sends(
         acceptance.deliveries.expect(send.row_id, send.turn_text)
 
 
+async def _history_service(
+    paths: BoxPaths, roots: tuple[Path, ...], photos: PhotoMode
+) -> ChatHistoryService:
+    """The chat's history over the transcripts under ``roots``, read in photo mode
+    ``photos``, its indexes shelved in the box's state folder."""
+    shelf = IndexShelf.in_box_state(paths.state_dir)
+    # A process killed mid-save left its temporary file: nobody else will.
+    await anyio.to_thread.run_sync(shelf.remove_leftovers)
+    cache = TranscriptIndexCache(shelf=shelf, photos=photos)
+    return ChatHistoryService(paths.root, roots, cache)
+
+
+@asynccontextmanager
+async def _background_work(
+    session: ChatSession,
+    events: BoxEventHub,
+    history: ChatHistoryService,
+    box_root: Path,
+    clock: SessionClock,
+) -> AsyncIterator[None]:
+    """For as long as the block runs: the husk keeper, the relay of the chat's events
+    to ``events``, and the transcript indexer, each on a subscription to ``session``
+    taken before this machine's older husks are stamped (so none misses an event).
+    On exit they stop, and what the indexer read is shelved."""
+    relayed = session.subscribe()
+    turns = session.subscribe()
+    husk_turns = session.subscribe()
+    origin = local_origin(os.environ)
+    stamped = await anyio.to_thread.run_sync(
+        stamp_old_husks, box_root, origin, history.transcript_path
+    )
+    if stamped:
+        _log.info("stamped this machine's origin on %d older husks", stamped)
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(
+            partial(
+                keep_husks,
+                session,
+                husk_turns,
+                box_root=box_root,
+                origin=origin,
+                transcript_path_for=history.transcript_path,
+                now=clock.now,
+            ),
+            name="husk keeper",
+        )
+        task_group.start_soon(relay_chat_events, session, events, relayed, name="box event relay")
+        task_group.start_soon(
+            keep_indexes_current,
+            session,
+            history,
+            turns,
+            name="transcript indexer",
+        )
+        try:
+            yield
+        finally:
+            task_group.cancel_scope.cancel()
+            # What the indexer read since it last shelved: the next open starts warm.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(history.cache.shelve_all)
+
+
 class Box:
     """An open box. Get one with ``async with Box.open(path) as box:``."""
 
@@ -455,13 +518,9 @@ class Box:
         async with await BoxDatabase.open(paths.root) as database:
             acceptance = AcceptanceStore(database)
             events = BoxEventHub()
-            shelf = IndexShelf.in_box_state(paths.state_dir)
-            # A process killed mid-save left its temporary file: nobody else will.
-            await anyio.to_thread.run_sync(shelf.remove_leftovers)
-            cache = TranscriptIndexCache(
-                shelf=shelf, photos=photos if photos is not None else settings.history.photos
+            history = await _history_service(
+                paths, roots, photos if photos is not None else settings.history.photos
             )
-            history = ChatHistoryService(paths.root, roots, cache)
             session_id_store = SessionIdFile(paths.session_id)
             # Sends recorded but never delivered go first in the queue the session drains.
             await _queue_owed_sends(
@@ -485,63 +544,28 @@ class Box:
                     ),
                     on_permission_event=record.on_event,
                 ) as session,
+                _background_work(session, events, history, paths.root, clock),
             ):
-                relayed = session.subscribe()
-                turns = session.subscribe()
-                husk_turns = session.subscribe()
-                origin = local_origin(os.environ)
-                stamped = await anyio.to_thread.run_sync(
-                    stamp_old_husks, paths.root, origin, history.transcript_path
+                box = cls(
+                    paths=paths,
+                    token=token,
+                    clock=clock,
+                    database=database,
+                    acceptance=acceptance,
+                    events=events,
+                    session=session,
+                    history=history,
+                    permissions=ChatPermissionService(session=session, record=record),
+                    settings=settings,
+                    loop=BoxLoop(anyio.lowlevel.current_token()),
                 )
-                if stamped:
-                    _log.info("stamped this machine's origin on %d older husks", stamped)
-                async with anyio.create_task_group() as task_group:
-                    task_group.start_soon(
-                        partial(
-                            keep_husks,
-                            session,
-                            husk_turns,
-                            box_root=paths.root,
-                            origin=origin,
-                            transcript_path_for=history.transcript_path,
-                            now=clock.now,
-                        ),
-                        name="husk keeper",
-                    )
-                    task_group.start_soon(
-                        relay_chat_events, session, events, relayed, name="box event relay"
-                    )
-                    task_group.start_soon(
-                        keep_indexes_current,
-                        session,
-                        history,
-                        turns,
-                        name="transcript indexer",
-                    )
-                    box = cls(
-                        paths=paths,
-                        token=token,
-                        clock=clock,
-                        database=database,
-                        acceptance=acceptance,
-                        events=events,
-                        session=session,
-                        history=history,
-                        permissions=ChatPermissionService(session=session, record=record),
-                        settings=settings,
-                        loop=BoxLoop(anyio.lowlevel.current_token()),
-                    )
-                    try:
-                        yield box
-                    finally:
-                        # From here every method refuses (`BoxClosed`), before the
-                        # chat and the database it would use go.
-                        box._closed = True
-                        events.close()
-                        task_group.cancel_scope.cancel()
-                        # What the indexer read since it last shelved: the next open starts warm.
-                        with anyio.CancelScope(shield=True):
-                            await anyio.to_thread.run_sync(history.cache.shelve_all)
+                try:
+                    yield box
+                finally:
+                    # From here every method refuses (`BoxClosed`), before the
+                    # chat and the database it would use go.
+                    box._closed = True
+                    events.close()
 
     def _check_open(self) -> None:
         # Every method refuses once the `async with Box.open(...)` block has ended.
