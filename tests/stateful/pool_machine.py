@@ -326,34 +326,38 @@ class SpecPool:
         result = spec.step(session.state, event)
         session.state = result.state
         for effect in result.effects:
-            match effect:
-                case spec.StartRun(run=run, resume_session_id=resume):
-                    self.pending_starts.append((session, run))
-                    self.resumed.append(resume)
-                    # The prompt goes with every start; the engine keeps it for new sessions.
-                    self.prompts.append(THREAD_PROMPT)
-                case spec.SendTurn(run=run, text=text):
-                    index = session.run_index[run]
-                    if index in self.refusing:
-                        self.refusing.discard(index)
-                        self._work.append((session, spec.TurnRefused(run)))
-                    else:
-                        self.sent[index].append(text)
-                case spec.CloseRun(run=run):
-                    if not self.hold_closes:
-                        self._work.append((session, spec.RunClosed(run)))
-                case spec.Emit(event="chat-response", detail=str() as text):
-                    if session.pending_send is not None:
-                        self.responses[session.pending_send].append(text)
-                case spec.SettleTurn(outcome=outcome, reason=reason):
-                    self._settled(session, outcome, reason)
-                case AnswerAsk(run=run, request_id=request_id, reply=reply):
-                    self.answers[(session.run_index[run], request_id)] = reply
-                case _:
-                    pass
+            self._record(session, effect)
         # A session whose current run ended is no longer the active one.
         if was_current and self.active is session:
             self.active = None
+
+    def _record(self, session: SpecThread, effect: spec.ThreadEffect) -> None:
+        """What the scripted engine and the observers do with one of the spec's effects."""
+        match effect:
+            case spec.StartRun(run=run, resume_session_id=resume):
+                self.pending_starts.append((session, run))
+                self.resumed.append(resume)
+                # The prompt goes with every start; the engine keeps it for new sessions.
+                self.prompts.append(THREAD_PROMPT)
+            case spec.SendTurn(run=run, text=text):
+                index = session.run_index[run]
+                if index in self.refusing:
+                    self.refusing.discard(index)
+                    self._work.append((session, spec.TurnRefused(run)))
+                else:
+                    self.sent[index].append(text)
+            case spec.CloseRun(run=run):
+                if not self.hold_closes:
+                    self._work.append((session, spec.RunClosed(run)))
+            case spec.Emit(event="chat-response", detail=str() as text):
+                if session.pending_send is not None:
+                    self.responses[session.pending_send].append(text)
+            case spec.SettleTurn(outcome=outcome, reason=reason):
+                self._settled(session, outcome, reason)
+            case AnswerAsk(run=run, request_id=request_id, reply=reply):
+                self.answers[(session.run_index[run], request_id)] = reply
+            case _:
+                pass
 
 
 class PoolMachine(RuleBasedStateMachine):
