@@ -130,16 +130,10 @@ async def test_a_cli_that_exits_at_once_is_a_start_error(fake_cli: Path, box: Pa
 
 
 @pytest.mark.anyio
-async def test_a_run_streams_turns_and_resumes_by_session_id(
-    fake_cli: Path, box: Path, tmp_path: Path
-) -> None:
-    log = tmp_path / "starts.jsonl"
-    env = {"FAKE_CLAUDE_LOG": str(log)}
+async def test_a_run_streams_turns_and_closes(fake_cli: Path, box: Path, tmp_path: Path) -> None:
     engine = ClaudeEngine(cli_path=fake_cli, env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")})
     with anyio.fail_after(30):
-        run = await engine.start(
-            StartOptions(cwd=box, system_prompt="be brief", model="opus", env=env)
-        )
+        run = await engine.start(StartOptions(cwd=box, system_prompt="be brief", model="opus"))
     assert isinstance(run, ClaudeRun)
     # Not known until the CLI announces it.
     session_before_init = run.session_id
@@ -188,6 +182,25 @@ async def test_a_run_streams_turns_and_resumes_by_session_id(
         await stream.__anext__()
     with pytest.raises(anyio.ClosedResourceError):
         await run.send("late")
+    await run.close()
+
+
+@pytest.mark.anyio
+async def test_a_session_resumes_by_its_id_with_the_system_prompt_only_when_new(
+    fake_cli: Path, box: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "starts.jsonl"
+    env = {"FAKE_CLAUDE_LOG": str(log)}
+    engine = ClaudeEngine(cli_path=fake_cli, env={"CLAUDE_CONFIG_DIR": str(tmp_path / "config")})
+    with anyio.fail_after(30):
+        run = await engine.start(
+            StartOptions(cwd=box, system_prompt="be brief", model="opus", env=env)
+        )
+    stream = run.messages()
+    await run.send("hello")
+    init, _, _ = await read_turn(stream)
+    session = init["session_id"]
+    assert isinstance(session, str)
     await run.close()
 
     # The CLI resumes only a session it wrote a conversation of (the stand-in writes none).
