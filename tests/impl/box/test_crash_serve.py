@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -141,6 +141,47 @@ def _send_until_answered(server: Server, message_id: str) -> dict[str, object] |
     return None
 
 
+def _kill_while_sending(
+    server: Server, answered: Mapping[str, object], threads: Sequence[threading.Thread]
+) -> int:
+    """Kill -9 the server `KILLS` times while the client ``threads`` send, starting it
+    again after each; how many kills landed before the clients were done."""
+    chooser = random.Random(5)
+    kills = 0
+    total = CLIENTS * SENDS_PER_CLIENT
+    stride = total // (KILLS + 1)
+    for k in range(1, KILLS + 1):
+        # Each kill lands at a random point of its own stretch of the run, counted in
+        # answered sends (not seconds), so a fast machine cannot finish first.
+        target = k * stride + chooser.randrange(-stride // 2, stride // 2)
+        deadline = time.monotonic() + 60
+        while len(answered) < target and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if not any(thread.is_alive() for thread in threads):
+            break
+        server.kill()
+        kills += 1
+        server.start()
+    return kills
+
+
+def _assert_each_id_recorded_once(box: Path, answered: Collection[str]) -> None:
+    """The box's database is whole, and holds one row for each ``answered`` id and no
+    other, each claimed by its own id."""
+    with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
+        rows = database.execute("SELECT id, payload FROM bus_events").fetchall()
+        claims = dict(database.execute("SELECT message_id, bus_row_id FROM message_claims"))
+        (integrity,) = database.execute("PRAGMA integrity_check").fetchone()
+    assert integrity == "ok"
+    per_message = Counter(json.loads(payload)["message"] for _, payload in rows)
+    # No id has two rows; every answered id has exactly one.
+    assert max(per_message.values()) == 1
+    assert set(per_message) == set(answered)
+    # Every row is claimed by its own id: row and claim were one transaction.
+    row_of = {json.loads(payload)["message"]: row_id for row_id, payload in rows}
+    assert claims == row_of
+
+
 def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
     box = tmp_path / "box"
     env = {**os.environ, "BBX_CLAUDE_PROJECTS_DIR": str(tmp_path / "projects")}
@@ -170,22 +211,7 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
     threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
     for thread in threads:
         thread.start()
-    chooser = random.Random(5)
-    kills = 0
-    total = CLIENTS * SENDS_PER_CLIENT
-    stride = total // (KILLS + 1)
-    for k in range(1, KILLS + 1):
-        # Each kill lands at a random point of its own stretch of the run, counted in
-        # answered sends (not seconds), so a fast machine cannot finish first.
-        target = k * stride + chooser.randrange(-stride // 2, stride // 2)
-        deadline = time.monotonic() + 60
-        while len(answered) < target and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if not any(thread.is_alive() for thread in threads):
-            break
-        server.kill()
-        kills += 1
-        server.start()
+    kills = _kill_while_sending(server, answered, threads)
     for thread in threads:
         thread.join(timeout=60)
     # Every answered id once more, to the last server: most were claimed by a server
@@ -198,18 +224,7 @@ def test_answered_sends_survive_sigkill_exactly_once(tmp_path: Path) -> None:
     # Every kill landed while sends were going on.
     assert kills == KILLS
 
-    with contextlib.closing(sqlite3.connect(box / ".beebox" / "box.sqlite3")) as database:
-        rows = database.execute("SELECT id, payload FROM bus_events").fetchall()
-        claims = dict(database.execute("SELECT message_id, bus_row_id FROM message_claims"))
-        (integrity,) = database.execute("PRAGMA integrity_check").fetchone()
-    assert integrity == "ok"
-    per_message = Counter(json.loads(payload)["message"] for _, payload in rows)
-    # No id has two rows; every answered id has exactly one.
-    assert max(per_message.values()) == 1
-    assert set(per_message) == set(answered)
-    # Every row is claimed by its own id: row and claim were one transaction.
-    row_of = {json.loads(payload)["message"]: row_id for row_id, payload in rows}
-    assert claims == row_of
+    _assert_each_id_recorded_once(box, answered)
     # The sends again were each answered as a duplicate, and added no row (above).
     assert again == [{"deduplicated": True}] * len(answered)
 
