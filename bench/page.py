@@ -20,7 +20,8 @@ Everything runs offline on this machine, on loopback.
    ``EventSource`` on ``/api/events`` in the same page notes when each marker first
    arrives in an event (``turn-delta`` or ``message``): the same pipeline up to the
    browser, without the page's handling and rendering. The page's own share is the
-   difference. Where the box sends no ``turn-delta`` (a box without the server side
+   difference (two streams, each on its own connection: it can read a little below
+   zero). Where the box sends no ``turn-delta`` (a box without the server side
    of live text), markers arrive only with the whole message, and the figures say so.
 2. **Paging back through a 2,000-entry Markdown history**: a transcript of Claude
    Code's shape (`tests/web/markdown_history.py`: prompts, thinking, Bash calls and
