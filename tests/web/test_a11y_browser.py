@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -127,67 +127,85 @@ def test_every_screen_state_has_no_serious_violation(
         page.goto(served.login_url)
         expect(page.locator("#status")).not_to_have_text("Connecting…")
         if scheme == "light":
-            expect(page.locator("#empty")).to_be_visible()
-            assert_accessible(page, f"{scheme}: empty")
-            # A turn held open, a message queued behind it, a photo in the composer.
-            page.locator("#composer-text").fill(
-                "Here is the **plan**:\n\n| a | b |\n|---|---|\n| 1 | 2 |"
-            )
-            page.locator("#composer-text").press("Enter")
-            expect(page.locator(".message.assistant")).to_have_count(1)
-            page.locator("#composer-text").fill("tool: ls")
-            page.locator("#composer-text").press("Enter")
-            expect(page.locator(".badge", has_text="Queued")).to_be_visible()
-            photo = tmp_path / "p.png"
-            photo.write_bytes(photo_png(64, 48))
-            page.locator("#file-input").set_input_files(str(photo))
-            expect(page.locator("#attachments img")).to_have_count(1)
-            assert_accessible(page, f"{scheme}: working, queued, a photo to send")
-            # Stopping, then stopped.
-            page.locator("#stop").click()
-            expect(page.locator("#status")).to_have_text(STOPPING_OR_STOPPED)
-            assert_accessible(page, f"{scheme}: stopping (or stopped)")
-            served.release(1)
-            expect(page.locator("#status")).to_contain_text("Stopped")
-            assert_accessible(page, f"{scheme}: stopped")
-            served.release(2)
-            served.release(3)
-            page.locator("#attachments .remove").click()
-        # A reply with Markdown and a tool call opened.
-        page.locator("#composer-text").fill("tool: echo")
-        page.locator("#composer-text").press("Enter")
-        expect(page.locator("details.tool").last).to_be_visible()
-        page.locator("details.tool summary").last.click()
-        wait_idle(served)
-        assert_accessible(page, f"{scheme}: a reply and an open tool call")
-        # A permission card waiting.
-        with_permission(page)
-        page.reload()
-        expect(page.locator("#permissions .permission")).to_have_count(1)
-        assert_accessible(page, f"{scheme}: a permission card")
-        page.unroute("**/api/chat/bootstrap*")
-        # An earlier session, with Load earlier and folded tools and thinking.
-        open_long_conversation(page)
-        expect(page.locator("#load-earlier")).to_be_visible()
-        assert_accessible(page, f"{scheme}: an earlier session")
+            assert_turn_states_accessible(page, served, tmp_path, scheme)
+        assert_reply_states_accessible(page, served, scheme)
         context.close()
-
-        # The phone: the session list as a dialog over the chat.
-        context = browser.new_context(viewport=PHONE, color_scheme=scheme)
-        page = context.new_page()
-        page.goto(served.login_url)
-        expect(page.locator("#toggle-sessions")).to_be_visible()
-        assert_accessible(page, f"{scheme}: phone")
-        page.locator("#toggle-sessions").click()
-        expect(page.locator("#sessions")).to_have_attribute("role", "dialog")
-        assert_accessible(page, f"{scheme}: phone, sessions open")
-        context.close()
+        assert_phone_accessible(browser, served, scheme)
 
     # Offline: the box is gone, the page says when it tries again.
     context, page, _ = open_page(browser, served)
     served.stop()
     expect(page.locator("#status")).to_contain_text("Offline")
     assert_accessible(page, "offline")
+    context.close()
+
+
+def assert_turn_states_accessible(page: Page, served: ServedBox, folder: Path, scheme: str) -> None:
+    """An empty chat; a turn held open with a message queued behind it and a photo (in
+    ``folder``) in the composer; stopping, then stopped. The photo is removed after."""
+    expect = _expect()
+    expect(page.locator("#empty")).to_be_visible()
+    assert_accessible(page, f"{scheme}: empty")
+    # A turn held open, a message queued behind it, a photo in the composer.
+    page.locator("#composer-text").fill("Here is the **plan**:\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    page.locator("#composer-text").press("Enter")
+    expect(page.locator(".message.assistant")).to_have_count(1)
+    page.locator("#composer-text").fill("tool: ls")
+    page.locator("#composer-text").press("Enter")
+    expect(page.locator(".badge", has_text="Queued")).to_be_visible()
+    photo = folder / "p.png"
+    photo.write_bytes(photo_png(64, 48))
+    page.locator("#file-input").set_input_files(str(photo))
+    expect(page.locator("#attachments img")).to_have_count(1)
+    assert_accessible(page, f"{scheme}: working, queued, a photo to send")
+    # Stopping, then stopped.
+    page.locator("#stop").click()
+    expect(page.locator("#status")).to_have_text(STOPPING_OR_STOPPED)
+    assert_accessible(page, f"{scheme}: stopping (or stopped)")
+    served.release(1)
+    expect(page.locator("#status")).to_contain_text("Stopped")
+    assert_accessible(page, f"{scheme}: stopped")
+    served.release(2)
+    served.release(3)
+    page.locator("#attachments .remove").click()
+
+
+def assert_reply_states_accessible(page: Page, served: ServedBox, scheme: str) -> None:
+    """A reply with Markdown and an open tool call; a permission card waiting; an
+    earlier session, with Load earlier and folded tools and thinking."""
+    expect = _expect()
+    # A reply with Markdown and a tool call opened.
+    page.locator("#composer-text").fill("tool: echo")
+    page.locator("#composer-text").press("Enter")
+    expect(page.locator("details.tool").last).to_be_visible()
+    page.locator("details.tool summary").last.click()
+    wait_idle(served)
+    assert_accessible(page, f"{scheme}: a reply and an open tool call")
+    # A permission card waiting.
+    with_permission(page)
+    page.reload()
+    expect(page.locator("#permissions .permission")).to_have_count(1)
+    assert_accessible(page, f"{scheme}: a permission card")
+    page.unroute("**/api/chat/bootstrap*")
+    # An earlier session, with Load earlier and folded tools and thinking.
+    open_long_conversation(page)
+    expect(page.locator("#load-earlier")).to_be_visible()
+    assert_accessible(page, f"{scheme}: an earlier session")
+
+
+def assert_phone_accessible(
+    browser: Browser, served: ServedBox, scheme: Literal["light", "dark"]
+) -> None:
+    """The phone: the chat, then the session list as a dialog over it."""
+    expect = _expect()
+    context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(served.login_url)
+    expect(page.locator("#toggle-sessions")).to_be_visible()
+    assert_accessible(page, f"{scheme}: phone")
+    page.locator("#toggle-sessions").click()
+    expect(page.locator("#sessions")).to_have_attribute("role", "dialog")
+    assert_accessible(page, f"{scheme}: phone, sessions open")
     context.close()
 
 
