@@ -85,10 +85,13 @@ class PendingMessage(SessionEntry):
     """A message the box accepted but the transcript may not hold yet (§2.2, §2.5).
 
     `reconcileKnownUuids` names the history entries that were already there when
-    the message was accepted: they can never be its durable echo.
+    the message was accepted: they can never be its durable echo. `dropped` is
+    true when a later stop or reset dropped the message undelivered
+    (`beebox_spec.reconcile.read_accepted_messages`).
     """
 
     reconcileKnownUuids: NotRequired[list[str]]
+    dropped: NotRequired[bool]
 
 
 class SessionHistory(TypedDict):

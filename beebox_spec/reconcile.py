@@ -385,15 +385,20 @@ def read_accepted_messages(
     transcript already holds the message: the client does (`reconcile_pending`).
     A row at or before `settled_through` — the bus row of the chat's last
     deliberate stop or reset — is owed no more: the stop dropped what it had not
-    delivered, on purpose (ours, `docs/spec-decisions.md#stop-dropped-not-pending`).
+    delivered, on purpose, and its entry says so (``dropped: true``) so that a page
+    shows it as not sent rather than on its way (ours,
+    `docs/spec-decisions.md#stop-dropped-not-pending`).
     """
     # Only the newest ACCEPTED_SCAN_LIMIT rows count (the caller reads no more than that).
-    found = (
-        accepted_message(row, session_id, now, viewer_email, history)
-        for row in rows[-ACCEPTED_SCAN_LIMIT:]
-        if row["id"] > settled_through
-    )
-    return [entry for entry in found if entry is not None]
+    entries: list[PendingMessage] = []
+    for row in rows[-ACCEPTED_SCAN_LIMIT:]:
+        entry = accepted_message(row, session_id, now, viewer_email, history)
+        if entry is None:
+            continue
+        if row["id"] <= settled_through:
+            entry["dropped"] = True
+        entries.append(entry)
+    return entries
 
 
 def accepted_message(

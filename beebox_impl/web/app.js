@@ -821,7 +821,11 @@ function renderStreaming() {
 function deliveryOf(entry) {
   const unsent = entry.messageId ? state.outbox.get(entry.messageId) : undefined;
   if (unsent !== undefined) return unsent.state;
-  return state.delivery.get(entry.uuid) ?? (entry.uuid.startsWith("accepted-") ? "accepted" : "sent");
+  const known = state.delivery.get(entry.uuid);
+  if (known !== undefined) return known;
+  // The box's record says a stop dropped it (`dropped`): not sent, not on its way.
+  if (entry.dropped === true) return "dropped";
+  return entry.uuid.startsWith("accepted-") ? "accepted" : "sent";
 }
 
 function pendingNode(entry) {

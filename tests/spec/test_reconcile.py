@@ -897,14 +897,14 @@ def test_merge_accepted_vectors(case: Any) -> None:
     assert uuids(merged) == case["expect"]
 
 
-def test_a_stop_settles_every_send_before_it() -> None:
+def test_a_stop_marks_every_send_before_it_dropped() -> None:
     # (ours) The rows up to the last stop's or reset's own row are owed no more.
     rows = [row(1), row(2), row(4)]
-    assert uuids(read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=3)) == [
-        "accepted-4"
+    marked = read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=3)
+    assert [(entry["uuid"], entry.get("dropped")) for entry in marked] == [
+        ("accepted-1", True),
+        ("accepted-2", True),
+        ("accepted-4", None),
     ]
-    assert uuids(read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=0)) == [
-        "accepted-1",
-        "accepted-2",
-        "accepted-4",
-    ]
+    unsettled = read_accepted_messages(rows, "s-1", NOW, None, [], settled_through=0)
+    assert all("dropped" not in entry for entry in unsettled)

@@ -327,23 +327,25 @@ async def test_a_starting_runs_first_turn_counts_as_waiting(tmp_path: Path) -> N
         assert [block["type"] for block in first] == ["image", "image", "text"]
 
 
-async def test_what_a_stop_dropped_is_not_pending(tmp_path: Path) -> None:
-    # The stop cleared the queue on purpose: a page opened after it must not show the
-    # dropped message as on its way (it would wait ten minutes for it).
+async def test_what_a_stop_dropped_is_marked_dropped(tmp_path: Path) -> None:
+    # The stop cleared the queue on purpose: a page opened after it must show the
+    # dropped message as not sent, not as on its way (it would wait ten minutes).
     engine = ScriptedEngine(start_mode="accept")
     async with Box.open(tmp_path / "box", engine=engine, projects_root=tmp_path) as box:
         assert isinstance(await box.send(SendRequest("first")), TurnStarted)
         await wait_until(lambda: bool(engine.runs) and bool(engine.runs[0].sent))
         assert await box.send(SendRequest("queued then dropped", "m-2")) == Queued()
-        texts = [entry["content"][0].get("text") for entry in await pending_of(box)]
-        assert "queued then dropped" in texts
+        assert [entry.get("dropped") for entry in await pending_of(box)] == [None, None]
         await box.stop()
-        assert await pending_of(box) == []
+        assert [entry.get("dropped") for entry in await pending_of(box)] == [True, True]
         # A send after the stop is pending as ever.
         await box.send(SendRequest("after the stop", "m-3"))
-        assert [entry["content"][0].get("text") for entry in await pending_of(box)] == [
-            "after the stop"
+        marks = [
+            (entry["content"][0].get("text"), entry.get("dropped"))
+            for entry in await pending_of(box)
         ]
+        assert marks[-1] == ("after the stop", None)
+        assert ("queued then dropped", True) in marks
 
 
 async def pending_of(box: Box) -> list[PendingMessage]:
