@@ -33,6 +33,7 @@ target is missed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -42,9 +43,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from beebox_impl.review.discovery import TranscriptLocator
+    from beebox_impl.review.origin import MachineOrigin
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -228,74 +235,103 @@ def _proc_value(path: str, key: str) -> int:
 def _child(op: str, box: Path, extra: list[str]) -> dict[str, Any]:
     from beebox_impl.review.discovery import box_transcript_locator  # noqa: PLC0415 - after sys.path
     from beebox_impl.review.origin import MachineOrigin  # noqa: PLC0415 - after sys.path
-    from beebox_impl.review.reviewers import ExtractiveReviewer  # noqa: PLC0415 - after sys.path
-    from beebox_impl.review.run import plan_review, run_chat_review  # noqa: PLC0415 - after sys.path
+
+    # Every child loads the review before the clock starts, whichever operation it times.
+    for module in ("beebox_impl.review.reviewers", "beebox_impl.review.run"):
+        importlib.import_module(module)
 
     origin = MachineOrigin(ORIGIN, "bench")
     locate = box_transcript_locator(box, box.parent / "projects")
-    result: dict[str, Any] = {}
+    operations: dict[str, Callable[[], dict[str, Any]]] = {
+        "status": partial(_status, box, origin, locate),
+        "run": partial(_run, box, origin, locate),
+        "stat-baseline": partial(_stat_baseline, box),
+        "parse-floor": partial(_parse_floor, extra),
+        "prefix-floor": partial(_prefix_floor, extra),
+    }
+    if op not in operations:
+        raise SystemExit(f"unknown child op {op}")
     rchar_before = _proc_value("/proc/self/io", "rchar")
     Path("/proc/self/clear_refs").write_text("5")
     start = time.perf_counter()
-    if op == "status":
-        plan = plan_review(box, origin=origin, now=datetime.now(UTC), locate=locate)
-        result["qualified"] = len(plan.discovery.qualified)
-        result["transcript_bytes"] = plan.discovery.transcript_bytes_read
-    elif op == "run":
-        summary = run_chat_review(
-            box,
-            ExtractiveReviewer(),
-            origin=origin,
-            clock=lambda: datetime.now(UTC),
-            locate=locate,
-            max_sessions=10**9,
-            warn=lambda _message: None,
-        )
-        result["reviewed"] = summary.reviewed
-        result["clipped"] = len(summary.clipped)
-    elif op == "stat-baseline":
-        from beebox_impl.review.cards import iter_husk_paths  # noqa: PLC0415 - after sys.path
-
-        count = 0
-        for path in iter_husk_paths(box):
-            os.stat(path)
-            count += 1
-        for path in (box.parent / "projects").rglob("*.jsonl"):
-            os.stat(path)
-        result["husks"] = count
-    elif op == "parse-floor":
-        lines = 0
-        for name in extra:
-            with open(name, "rb") as file:
-                for line in file:
-                    json.loads(line)
-                    lines += 1
-        result["lines"] = lines
-    elif op == "prefix-floor":
-        # What the spec's journal asks of every review of a grown transcript: its
-        # prefix hash covers every entry from the top, each rendered, so each
-        # line is parsed, made an entry and rendered (`beebox_spec`, plainly).
-        from beebox_spec.review.journal import prefix_hash  # noqa: PLC0415 - after sys.path
-        from beebox_spec.transcript import entry_from_record  # noqa: PLC0415 - after sys.path
-
-        hashed = 0
-        for name in extra:
-            entries = []
-            with open(name, "rb") as file:
-                for line in file:
-                    record = json.loads(line)
-                    entry = entry_from_record(record, None) if isinstance(record, dict) else None
-                    if entry is not None:
-                        entries.append(entry)
-            prefix_hash(entries, len(entries) - 1)
-            hashed += len(entries)
-        result["entries"] = hashed
-    else:
-        raise SystemExit(f"unknown child op {op}")
+    result = operations[op]()
     result["seconds"] = time.perf_counter() - start
     result["peak_rss_mib"] = _proc_value("/proc/self/status", "VmHWM") / 1024
     result["rchar"] = _proc_value("/proc/self/io", "rchar") - rchar_before
     return result
+
+
+def _status(box: Path, origin: MachineOrigin, locate: TranscriptLocator) -> dict[str, Any]:
+    """`status`: discovery and the cap."""
+    from beebox_impl.review.run import plan_review  # noqa: PLC0415 - after sys.path
+
+    plan = plan_review(box, origin=origin, now=datetime.now(UTC), locate=locate)
+    return {
+        "qualified": len(plan.discovery.qualified),
+        "transcript_bytes": plan.discovery.transcript_bytes_read,
+    }
+
+
+def _run(box: Path, origin: MachineOrigin, locate: TranscriptLocator) -> dict[str, Any]:
+    """`run --reviewer extractive` over every qualified session."""
+    from beebox_impl.review.reviewers import ExtractiveReviewer  # noqa: PLC0415 - after sys.path
+    from beebox_impl.review.run import run_chat_review  # noqa: PLC0415 - after sys.path
+
+    summary = run_chat_review(
+        box,
+        ExtractiveReviewer(),
+        origin=origin,
+        clock=lambda: datetime.now(UTC),
+        locate=locate,
+        max_sessions=10**9,
+        warn=lambda _message: None,
+    )
+    return {"reviewed": summary.reviewed, "clipped": len(summary.clipped)}
+
+
+def _stat_baseline(box: Path) -> dict[str, Any]:
+    """The baseline of `status`: a stat of every husk and every transcript."""
+    from beebox_impl.review.cards import iter_husk_paths  # noqa: PLC0415 - after sys.path
+
+    count = 0
+    for path in iter_husk_paths(box):
+        os.stat(path)
+        count += 1
+    for path in (box.parent / "projects").rglob("*.jsonl"):
+        os.stat(path)
+    return {"husks": count}
+
+
+def _parse_floor(names: list[str]) -> dict[str, Any]:
+    """The floor of a run over grown transcripts: `json.loads` of their every line."""
+    lines = 0
+    for name in names:
+        with open(name, "rb") as file:
+            for line in file:
+                json.loads(line)
+                lines += 1
+    return {"lines": lines}
+
+
+def _prefix_floor(names: list[str]) -> dict[str, Any]:
+    """What the spec's journal asks of every review of a grown transcript: its prefix
+    hash covers every entry from the top, each rendered, so each line is parsed, made
+    an entry and rendered (`beebox_spec`, plainly)."""
+    from beebox_spec.review.journal import prefix_hash  # noqa: PLC0415 - after sys.path
+    from beebox_spec.transcript import entry_from_record  # noqa: PLC0415 - after sys.path
+
+    hashed = 0
+    for name in names:
+        entries = []
+        with open(name, "rb") as file:
+            for line in file:
+                record = json.loads(line)
+                entry = entry_from_record(record, None) if isinstance(record, dict) else None
+                if entry is not None:
+                    entries.append(entry)
+        prefix_hash(entries, len(entries) - 1)
+        hashed += len(entries)
+    return {"entries": hashed}
 
 
 def measure(op: str, box: Path, extra: list[str] | None = None) -> dict[str, Any]:
