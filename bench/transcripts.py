@@ -58,6 +58,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import functools
 import gc
 import hashlib
 import json
@@ -72,10 +73,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import pybase64
 from generate_transcript import GeneratedTranscript, generate_transcript
+
+if TYPE_CHECKING:
+    from beebox_impl.transcript import TranscriptIndexCache
+    from beebox_spec.transcript import PhotoMode
 
 TAIL: Final = 200
 PAGE_OFFSET: Final = 0
@@ -521,71 +526,20 @@ def _photo_check(job: Job) -> Callable[[object], str]:
 
 
 def _child_ours(job: Job, outcome: Outcome) -> None:
-    from beebox_impl.transcript import (  # noqa: PLC0415 - absent until it is built
-        IndexShelf,
-        PageSlice,
-        TailSlice,
-        TranscriptIndexCache,
-        fetch_media,
-        read_history,
-    )
-    from beebox_spec.media import MediaRef  # noqa: PLC0415
-    from beebox_spec.transcript import PhotoMode  # noqa: PLC0415
+    from beebox_impl.transcript import TranscriptIndexCache  # noqa: PLC0415 - absent until it is built
 
-    path = Path(job.path)
-    ref: MediaRef = {"sessionId": job.session_id, "entryUuid": job.photo_uuid, "index": 0}
     photos: PhotoMode = "refs" if job.photo_mode == "refs" else "original"
-    cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, photos=photos)
-    call: Callable[[], object]
-    if job.op == "tail":
-        check = _history_check(job)
-        call = lambda: read_history(path, job.session_id, TailSlice(tail=TAIL), cache=cache)  # noqa: E731
-    elif job.op == "page":
-        check = _history_check(job)
-        page = PageSlice(offset=PAGE_OFFSET, limit=PAGE_LIMIT)
-        call = lambda: read_history(path, job.session_id, page, cache=cache)  # noqa: E731
-    else:
-        check = _photo_check(job)
-        call = lambda: fetch_media(path, ref, cache=cache)  # noqa: E731
-
-    def index_then_call() -> object:
-        # A photo lookup builds no index (a history read does): in the box, a chat's
-        # photos are asked for after its history was read, and its index is current.
-        read_history(path, job.session_id, TailSlice(tail=1), cache=cache)
-        return call()
-
+    read, check = _our_read(job)
     if job.mode in ("cold", "shelved"):
-        # A fresh cache for every repetition: each one builds whatever it needs
-        # (cold), or loads it from the shelf an earlier process left (shelved).
-        shelf = None
-        if job.mode == "shelved":
-            shelf = IndexShelf(Path(tempfile.mkdtemp(prefix="bbx-bench-shelf-")))
-            # Untimed: the earlier process, which built the index and shelved it.
-            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
-            index_then_call()
-        meter = PeakMeter()
-        for rep in range(job.reps):
-            cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
-            gc.collect()
-            if rep == 0:
-                meter.start()
-            seconds, result = _timed(call)
-            if rep == 0:
-                outcome.rss_kib = meter.growth_kib()
-            verdict = check(result)
-            del result
-            if verdict != "ok":
-                outcome.check, outcome.kind = verdict, "wrong"
-                return
-            outcome.times.append(seconds)
-        if shelf is not None:
-            shutil.rmtree(shelf.directory)
+        _time_fresh_caches(job, read, check, outcome, photos)
         return
     # Warm: one untimed call fills the cache, then the timed ones reuse it.
-    verdict = check(index_then_call())
+    cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, photos=photos)
+    verdict = check(_index_then_read(job, read, cache))
     if verdict != "ok":
         outcome.check, outcome.kind = "first call: " + verdict, "wrong"
         return
+    call = functools.partial(read, cache)
     meter = PeakMeter()
     meter.start()
     for _ in range(job.reps):
@@ -597,6 +551,90 @@ def _child_ours(job: Job, outcome: Outcome) -> None:
             return
         outcome.times.append(seconds)
     outcome.rss_kib = meter.growth_kib()
+
+
+OurRead: TypeAlias = "Callable[[TranscriptIndexCache], object]"
+
+
+def _our_read(job: Job) -> tuple[OurRead, Callable[[object], str]]:
+    """Our operation ``job.op`` on a given cache (a history tail or page, a photo
+    fetch), and the check of its answer."""
+    from beebox_impl.transcript import (  # noqa: PLC0415 - absent until it is built
+        PageSlice,
+        TailSlice,
+        fetch_media,
+        read_history,
+    )
+    from beebox_spec.media import MediaRef  # noqa: PLC0415
+
+    path = Path(job.path)
+    if job.op == "tail":
+
+        def tail(cache: TranscriptIndexCache) -> object:
+            return read_history(path, job.session_id, TailSlice(tail=TAIL), cache=cache)
+
+        return tail, _history_check(job)
+    if job.op == "page":
+        page = PageSlice(offset=PAGE_OFFSET, limit=PAGE_LIMIT)
+
+        def paged(cache: TranscriptIndexCache) -> object:
+            return read_history(path, job.session_id, page, cache=cache)
+
+        return paged, _history_check(job)
+    ref: MediaRef = {"sessionId": job.session_id, "entryUuid": job.photo_uuid, "index": 0}
+
+    def fetch(cache: TranscriptIndexCache) -> object:
+        return fetch_media(path, ref, cache=cache)
+
+    return fetch, _photo_check(job)
+
+
+def _index_then_read(job: Job, read: OurRead, cache: TranscriptIndexCache) -> object:
+    """``read`` on ``cache`` once the session's index is in it."""
+    from beebox_impl.transcript import TailSlice, read_history  # noqa: PLC0415 - absent until it is built
+
+    # A photo lookup builds no index (a history read does): in the box, a chat's
+    # photos are asked for after its history was read, and its index is current.
+    read_history(Path(job.path), job.session_id, TailSlice(tail=1), cache=cache)
+    return read(cache)
+
+
+def _time_fresh_caches(
+    job: Job,
+    read: OurRead,
+    check: Callable[[object], str],
+    outcome: Outcome,
+    photos: PhotoMode,
+) -> None:
+    """A fresh cache for every repetition: each one builds whatever it needs (cold),
+    or loads it from the shelf an earlier process left (shelved)."""
+    from beebox_impl.transcript import IndexShelf, TranscriptIndexCache  # noqa: PLC0415 - absent until it is built
+
+    shelf = None
+    if job.mode == "shelved":
+        shelf = IndexShelf(Path(tempfile.mkdtemp(prefix="bbx-bench-shelf-")))
+        # Untimed: the earlier process, which built the index and shelved it.
+        cache = TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
+        _index_then_read(job, read, cache)
+    meter = PeakMeter()
+    for rep in range(job.reps):
+        call = functools.partial(
+            read, TranscriptIndexCache(capacity=CACHE_CAPACITY, shelf=shelf, photos=photos)
+        )
+        gc.collect()
+        if rep == 0:
+            meter.start()
+        seconds, result = _timed(call)
+        if rep == 0:
+            outcome.rss_kib = meter.growth_kib()
+        verdict = check(result)
+        del result
+        if verdict != "ok":
+            outcome.check, outcome.kind = verdict, "wrong"
+            return
+        outcome.times.append(seconds)
+    if shelf is not None:
+        shutil.rmtree(shelf.directory)
 
 
 def _child_strip(job: Job, outcome: Outcome) -> None:
