@@ -481,12 +481,86 @@ async def _run(
 
 async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None:
     sends = 100 if quick else 1000
-    history_requests = 20 if quick else 200
-    projects = folder / "projects"
     fsync = _fsync_seconds(folder)
     print(f"fsync p50 on the box's disk: {fsync * 1000:.3f} ms")
+    floors = await _send_floors(clients_process, folder, sends, fsync)
     verdicts: list[str] = []
+    async with _served_box(folder, "turn in flight") as (busy, busy_port):
+        label = _SENDS_LABEL["turn in flight"]
+        verdicts += floors.judge(
+            "send while a turn is in flight",
+            await _box_sends(clients_process, busy, busy_port, sends, label=label),
+        )
+    async with _served_box(folder, "from memory") as (idle, idle_port):
+        label = _SENDS_LABEL["from memory"]
+        from_memory = await _box_sends(clients_process, idle, idle_port, sends, label=label)
+    async with _served_box(folder) as (box, port):
+        verdicts += floors.judge(
+            "send", await _box_sends(clients_process, box, port, sends), from_memory
+        )
+        verdicts += await _history_verdicts(
+            clients_process, box, port, folder / "projects", quick=quick
+        )
+        mark = "ok" if clients_process.failed == 0 else "MISSED"
+        verdicts.append(
+            f"  no failed request: {clients_process.failed} failed of"
+            f" {clients_process.requests}: {mark}"
+        )
+        print("targets (figures of this run):")
+        print("\n".join(verdicts))
 
+
+@dataclass(frozen=True)
+class _SendFloors:
+    """What a box's sends are judged against, by count of clients: the p50 of the
+    fixed-200 baseline, of the architecture floor, and of its commit and its crossing
+    alone; and one fsync of the box's disk."""
+
+    fsync: float
+    baseline: dict[int, float]
+    floor: dict[int, float]
+    halves: dict[str, dict[int, float]]
+
+    def judge(
+        self,
+        what: str,
+        box_latencies: dict[int, list[float]],
+        from_memory: dict[int, list[float]] | None = None,
+    ) -> list[str]:
+        """The verdict lines of the box's sends ``what``, with the floors beside them."""
+        lines: list[str] = []
+        for clients, latencies in box_latencies.items():
+            send_target = 3 * self.baseline[clients] + self.fsync
+            floor = self.floor[clients]
+            below = " (the target is below the floor)" if send_target < floor else ""
+            lines.append(
+                _verdict(
+                    f"{what}, {clients} client(s)",
+                    _percentile(latencies, 0.5),
+                    send_target,
+                    "3 x baseline p50 + one fsync",
+                )
+            )
+            lines.append(
+                f"    (info) architecture floor, {clients} client(s): p50"
+                f" {floor * 1000:.3f} ms; box send / floor ="
+                f" {_percentile(latencies, 0.5) / floor:.2f}x{below};"
+                f" its commit alone {self.halves['commit'][clients] * 1000:.3f} ms,"
+                f" its crossing alone {self.halves['crossing'][clients] * 1000:.3f} ms"
+            )
+            if from_memory is not None:
+                lines.append(
+                    f"    (info) an engine answering from memory, {clients} client(s): p50"
+                    f" {_percentile(from_memory[clients], 0.5) * 1000:.3f} ms (the same"
+                    " sends with no engine work)"
+                )
+        return lines
+
+
+async def _send_floors(
+    clients_process: _Clients, folder: Path, sends: int, fsync: float
+) -> _SendFloors:
+    """The baseline and the floors of a send, each measured and printed."""
     print("POST /api/chat/send")
     baseline_p50 = await _send_p50s(
         clients_process, _fixed_200_server(), "baseline fixed 200", sends
@@ -506,88 +580,45 @@ async def _measure(clients_process: _Clients, folder: Path, quick: bool) -> None
             )
         )
         halves[half] = await _send_p50s(clients_process, server, f"floor, {half} alone", sends)
+    return _SendFloors(fsync, baseline_p50, floor_p50, halves)
 
-    def judge_sends(
-        what: str,
-        box_latencies: dict[int, list[float]],
-        from_memory: dict[int, list[float]] | None = None,
-    ) -> None:
-        for clients, latencies in box_latencies.items():
-            send_target = 3 * baseline_p50[clients] + fsync
-            below = " (the target is below the floor)" if send_target < floor_p50[clients] else ""
-            verdicts.append(
-                _verdict(
-                    f"{what}, {clients} client(s)",
-                    _percentile(latencies, 0.5),
-                    send_target,
-                    "3 x baseline p50 + one fsync",
-                )
-            )
-            verdicts.append(
-                f"    (info) architecture floor, {clients} client(s): p50"
-                f" {floor_p50[clients] * 1000:.3f} ms; box send / floor ="
-                f" {_percentile(latencies, 0.5) / floor_p50[clients]:.2f}x{below};"
-                f" its commit alone {halves['commit'][clients] * 1000:.3f} ms,"
-                f" its crossing alone {halves['crossing'][clients] * 1000:.3f} ms"
-            )
-            if from_memory is not None:
-                verdicts.append(
-                    f"    (info) an engine answering from memory, {clients} client(s): p50"
-                    f" {_percentile(from_memory[clients], 0.5) * 1000:.3f} ms (the same"
-                    " sends with no engine work)"
-                )
 
-    async with _served_box(folder, "turn in flight") as (busy, busy_port):
-        label = _SENDS_LABEL["turn in flight"]
-        judge_sends(
-            "send while a turn is in flight",
-            await _box_sends(clients_process, busy, busy_port, sends, label=label),
-        )
-    async with _served_box(folder, "from memory") as (idle, idle_port):
-        label = _SENDS_LABEL["from memory"]
-        from_memory = await _box_sends(clients_process, idle, idle_port, sends, label=label)
-    async with _served_box(folder) as (box, port):
-        judge_sends("send", await _box_sends(clients_process, box, port, sends), from_memory)
-
-        print("GET /api/chat/history?tail=200")
-        target = project_dir(box.root, projects)
-        target.mkdir(parents=True, exist_ok=True)
-        generated = await anyio.to_thread.run_sync(
-            lambda: generate_transcript(target, photos=15 if quick else 150)
-        )
-        print(f"  transcript: {generated.size_bytes / 1e6:.1f} MB, {generated.line_count} lines")
-        cache = TranscriptIndexCache()
+async def _history_verdicts(
+    clients_process: _Clients, box: Box, port: int, projects: Path, *, quick: bool
+) -> list[str]:
+    """``GET /api/chat/history?tail=200`` on a generated transcript, beside the same
+    read in-process and a fixed 200 GET: each measured and printed; the verdict lines."""
+    history_requests = 20 if quick else 200
+    print("GET /api/chat/history?tail=200")
+    target = project_dir(box.root, projects)
+    target.mkdir(parents=True, exist_ok=True)
+    generated = await anyio.to_thread.run_sync(
+        lambda: generate_transcript(target, photos=15 if quick else 150)
+    )
+    print(f"  transcript: {generated.size_bytes / 1e6:.1f} MB, {generated.line_count} lines")
+    cache = TranscriptIndexCache()
+    read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
+    in_process: list[float] = []
+    for _ in range(history_requests):
+        started = time.perf_counter()
         read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
-        in_process: list[float] = []
-        for _ in range(history_requests):
-            started = time.perf_counter()
-            read_history(generated.path, generated.session_id, TailSlice(200), cache=cache)
-            in_process.append(time.perf_counter() - started)
-        print(_line("baseline in-process tail=200", _Driven(sum(in_process), in_process, 0)))
-        fixed_get = await _fixed_200_gets(clients_process, history_requests, box.token)
-        path = f"/api/chat/history?session={generated.session_id}&tail=200"
-        await clients_process.drive(port, 1, 1, _get(path, box.token))
-        history = await clients_process.drive(port, 1, history_requests, _get(path, box.token))
-        print(_line("box history tail=200 over HTTP", history))
-        verdicts.append(
-            _verdict(
-                "history tail=200",
-                _percentile(history.latencies, 0.5),
-                1.5 * _percentile(in_process, 0.5),
-                "1.5 x the in-process p50",
-            )
-        )
-        verdicts.append(
-            f"    (info) baseline fixed 200 GET, 1 client(s): p50 {fixed_get * 1000:.3f} ms"
-            " (what HTTP alone costs a read)"
-        )
-        mark = "ok" if clients_process.failed == 0 else "MISSED"
-        verdicts.append(
-            f"  no failed request: {clients_process.failed} failed of"
-            f" {clients_process.requests}: {mark}"
-        )
-        print("targets (figures of this run):")
-        print("\n".join(verdicts))
+        in_process.append(time.perf_counter() - started)
+    print(_line("baseline in-process tail=200", _Driven(sum(in_process), in_process, 0)))
+    fixed_get = await _fixed_200_gets(clients_process, history_requests, box.token)
+    path = f"/api/chat/history?session={generated.session_id}&tail=200"
+    await clients_process.drive(port, 1, 1, _get(path, box.token))
+    history = await clients_process.drive(port, 1, history_requests, _get(path, box.token))
+    print(_line("box history tail=200 over HTTP", history))
+    return [
+        _verdict(
+            "history tail=200",
+            _percentile(history.latencies, 0.5),
+            1.5 * _percentile(in_process, 0.5),
+            "1.5 x the in-process p50",
+        ),
+        f"    (info) baseline fixed 200 GET, 1 client(s): p50 {fixed_get * 1000:.3f} ms"
+        " (what HTTP alone costs a read)",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
