@@ -53,7 +53,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
+
+    from beebox_impl.box import Box
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTY = REPO / "tests" / "reliability" / "faulty_claude.py"
@@ -161,125 +166,152 @@ class Ledger:
     unanswered_tries: int = 0
 
 
-def kill_cycles(folder: Path, cycles: int, clients: int, seed: int) -> dict[str, Any]:
-    box, projects, log = folder / "box", folder / "projects", folder / "serve.log"
-    current: list[Serve] = [start(box, projects, log)]
-    address_lock = threading.Lock()
-    ledger = Ledger()
-    stop = threading.Event()
-    chooser = random.Random(seed)
+@dataclass
+class _KillRun:
+    """One kill -9 run: the server up now, the clients' ledger, and what went wrong."""
 
-    def client(number: int) -> None:
+    box: Path
+    projects: Path
+    log: Path
+    current: Serve
+    address_lock: threading.Lock = field(default_factory=threading.Lock)
+    ledger: Ledger = field(default_factory=Ledger)
+    stop: threading.Event = field(default_factory=threading.Event)
+    failures: list[str] = field(default_factory=list)
+    leftovers: Counter[str] = field(default_factory=Counter)
+
+    def client(self, number: int) -> None:
+        """Send texts until stopped (every fourth with a photo), each until answered 200."""
         sent = 0
-        while not stop.is_set():
+        while not self.stop.is_set():
             text = f"c{number}-m{sent}"
             body: dict[str, Any] = {"message": text, "messageId": text}
             if sent % 4 == 0:
                 body["images"] = [{"mediaType": "image/png", "data": PHOTO}]
-            while not stop.is_set():
-                with address_lock:
-                    port, token = current[0].port, current[0].token
-                try:
-                    status, answer = request(port, token, "POST", "/api/chat/send", body, timeout=5)
-                except (OSError, http.client.HTTPException):
-                    status, answer = 0, None
-                if status == 200:
-                    with ledger.lock:
-                        ledger.answered.setdefault(text, answer)
-                    break
-                with ledger.lock:
-                    ledger.unanswered_tries += 1
-                time.sleep(0.02)
+            self._send_until_answered(text, body)
             sent += 1
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-    for thread in threads:
-        thread.start()
-    failures: list[str] = []
-    leftovers: Counter[str] = Counter()
-    started = time.monotonic()
-    for cycle in range(cycles):
-        time.sleep(chooser.uniform(0.05, 0.6))
-        with address_lock:
-            finish(current[0], kill=True)
-        with ledger.lock:
-            answered = dict(ledger.answered)
-        per_text, integrity, _ = bus_rows(box)
+    def _send_until_answered(self, text: str, body: dict[str, Any]) -> None:
+        # Each try goes to whichever server is up.
+        while not self.stop.is_set():
+            with self.address_lock:
+                port, token = self.current.port, self.current.token
+            try:
+                status, answer = request(port, token, "POST", "/api/chat/send", body, timeout=5)
+            except (OSError, http.client.HTTPException):
+                status, answer = 0, None
+            if status == 200:
+                with self.ledger.lock:
+                    self.ledger.answered.setdefault(text, answer)
+                return
+            with self.ledger.lock:
+                self.ledger.unanswered_tries += 1
+            time.sleep(0.02)
+
+    def kill_and_restart(self, cycle: int) -> int:
+        """Kill -9 the server, check what it recorded, start it again; how many sends
+        had been answered by the kill."""
+        with self.address_lock:
+            finish(self.current, kill=True)
+        with self.ledger.lock:
+            answered = dict(self.ledger.answered)
+        per_text, integrity, _ = bus_rows(self.box)
         if integrity != "ok":
-            failures.append(f"cycle {cycle}: integrity {integrity}")
+            self.failures.append(f"cycle {cycle}: integrity {integrity}")
         if per_text and max(per_text.values()) > 1:
-            failures.append(f"cycle {cycle}: a text twice in the bus")
+            self.failures.append(f"cycle {cycle}: a text twice in the bus")
         # Answered ids read before the check: every one of them must be in the bus once.
         lost = [text for text in answered if per_text[text] != 1]
         if lost:
-            failures.append(f"cycle {cycle}: answered but not recorded once: {lost[:5]}")
+            self.failures.append(f"cycle {cycle}: answered but not recorded once: {lost[:5]}")
         # What the killed server left; the restarted one must remove it as it opens
         # (a temporary file of its own, mid-save as we look, is not a leftover).
-        left_by_the_killed = set(temporary_files(box))
-        fresh = start(box, projects, log)
-        with address_lock:
-            current[0] = fresh
-        for name in left_by_the_killed & set(temporary_files(box)):
-            leftovers[name] += 1
+        left_by_the_killed = set(temporary_files(self.box))
+        fresh = start(self.box, self.projects, self.log)
+        with self.address_lock:
+            self.current = fresh
+        for name in left_by_the_killed & set(temporary_files(self.box)):
+            self.leftovers[name] += 1
+        return len(answered)
+
+    def drain(self) -> tuple[dict[str, Any], int]:
+        """Served once more until the chat is idle with nothing queued: its last
+        status, and the server's exit code."""
+        with self.address_lock:
+            serve = self.current
+        deadline = time.monotonic() + 120
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            code, answer = request(serve.port, serve.token, "GET", "/api/chat/bootstrap?tail=1")
+            status = answer["status"] if code == 200 else {}
+            if status and not status["busy"] and status["queued"] == 0:
+                break
+            time.sleep(0.2)
+        return status, finish(serve, kill=False)
+
+    def final_figures(self) -> dict[str, Any]:
+        """What the drained box holds of every answered send (its misses in `failures`)."""
+        per_text, integrity, queued_rows = bus_rows(self.box)
+        said = texts_in_transcripts(self.projects)
+        answers = self.ledger.answered
+        queued_texts = [text for text, answer in answers.items() if answer == {"queued": True}]
+        turn_texts = [text for text, answer in answers.items() if "turnId" in answer]
+        queued_lost = [t for t in queued_texts if said[t] == 0]
+        turns_lost = [t for t in turn_texts if said[t] == 0]
+        if queued_lost:
+            self.failures.append(f"queued texts that never reached a turn: {queued_lost[:5]}")
+        # A turn in flight at a kill is sent again when the box opens (at least once).
+        if turns_lost:
+            self.failures.append(f"started turns that never reached a transcript: {turns_lost[:5]}")
+        if queued_rows:
+            self.failures.append(f"{queued_rows} rows left in the persisted queue")
+        return {
+            "sends_answered_200": len(answers),
+            "answered_queued": len(queued_texts),
+            "answered_turn": len(turn_texts),
+            "answered_deduplicated": sum(
+                1 for a in answers.values() if a == {"deduplicated": True}
+            ),
+            "tries_without_answer": self.ledger.unanswered_tries,
+            "bus_rows": sum(per_text.values()),
+            "recorded_twice": sum(1 for count in per_text.values() if count > 1),
+            "answered_not_recorded": sum(1 for text in answers if per_text[text] != 1),
+            "queued_not_drained": len(queued_lost),
+            "turn_texts_missing_from_transcript": len(turns_lost),
+            # Sent again after a kill that came after the engine had written it down.
+            "answered_texts_said_twice": sum(1 for text in answers if said[text] > 1),
+            "persisted_queue_rows_at_end": queued_rows,
+            "integrity_final": integrity,
+            "temporary_files_left_after_restart": dict(self.leftovers),
+        }
+
+
+def kill_cycles(folder: Path, cycles: int, clients: int, seed: int) -> dict[str, Any]:
+    box, projects, log = folder / "box", folder / "projects", folder / "serve.log"
+    run = _KillRun(box, projects, log, start(box, projects, log))
+    chooser = random.Random(seed)
+    threads = [threading.Thread(target=run.client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    started = time.monotonic()
+    for cycle in range(cycles):
+        time.sleep(chooser.uniform(0.05, 0.6))
+        answered = run.kill_and_restart(cycle)
         if cycle % 20 == 19:
-            print(f"  kill cycle {cycle + 1}/{cycles}: {len(answered)} answered", file=sys.stderr)
-    stop.set()
+            print(f"  kill cycle {cycle + 1}/{cycles}: {answered} answered", file=sys.stderr)
+    run.stop.set()
     for thread in threads:
         thread.join(timeout=60)
     minutes = (time.monotonic() - started) / 60
-    # Drain: served once more until the chat is idle with nothing queued.
-    with address_lock:
-        serve = current[0]
-    deadline = time.monotonic() + 120
-    status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        code, answer = request(serve.port, serve.token, "GET", "/api/chat/bootstrap?tail=1")
-        status = answer["status"] if code == 200 else {}
-        if status and not status["busy"] and status["queued"] == 0:
-            break
-        time.sleep(0.2)
-    exit_code = finish(serve, kill=False)
-    per_text, integrity, queued_rows = bus_rows(box)
-    said = texts_in_transcripts(projects)
-    queued_texts = [text for text, answer in ledger.answered.items() if answer == {"queued": True}]
-    turn_texts = [text for text, answer in ledger.answered.items() if "turnId" in answer]
-
-    def in_transcript(text: str) -> bool:
-        return said[text] > 0
-
-    queued_lost = [t for t in queued_texts if not in_transcript(t)]
-    turns_lost = [t for t in turn_texts if not in_transcript(t)]
-    if queued_lost:
-        failures.append(f"queued texts that never reached a turn: {queued_lost[:5]}")
-    # A turn in flight at a kill is sent again when the box opens (at least once).
-    if turns_lost:
-        failures.append(f"started turns that never reached a transcript: {turns_lost[:5]}")
-    if queued_rows:
-        failures.append(f"{queued_rows} rows left in the persisted queue")
+    status, exit_code = run.drain()
     return {
         "cycles": cycles,
         "clients": clients,
         "minutes": round(minutes, 1),
-        "sends_answered_200": len(ledger.answered),
-        "answered_queued": len(queued_texts),
-        "answered_turn": len(turn_texts),
-        "answered_deduplicated": sum(
-            1 for a in ledger.answered.values() if a == {"deduplicated": True}
-        ),
-        "tries_without_answer": ledger.unanswered_tries,
-        "bus_rows": sum(per_text.values()),
-        "recorded_twice": sum(1 for count in per_text.values() if count > 1),
-        "answered_not_recorded": sum(1 for text in ledger.answered if per_text[text] != 1),
-        "queued_not_drained": len(queued_lost),
-        "turn_texts_missing_from_transcript": len(turns_lost),
-        # Sent again after a kill that came after the engine had written it down.
-        "answered_texts_said_twice": sum(1 for text in ledger.answered if said[text] > 1),
-        "persisted_queue_rows_at_end": queued_rows,
-        "integrity_final": integrity,
-        "temporary_files_left_after_restart": dict(leftovers),
+        **run.final_figures(),
         "final_exit_code": exit_code,
         "final_status": status,
-        "failures": failures,
+        "failures": run.failures,
     }
 
 
@@ -387,26 +419,6 @@ def engine_faults(folder: Path, cycles: int, hang: bool) -> dict[str, Any]:
         modes += ["hang", "ok"]
     plan.write_text("\n".join(modes) + "\n")
     os.environ["FAULTY_CLAUDE_PLAN"] = str(plan)
-    turns_file = folder / "plan.turns"
-
-    def turns() -> list[tuple[int, str]]:
-        # A drained queue is one turn of texts joined by blank lines: one entry each.
-        if not turns_file.exists():
-            return []
-        return [
-            (int(turn["start"]), text)
-            for turn in map(json.loads, turns_file.read_text().splitlines())
-            for text in str(turn["text"]).split("\n\n")
-        ]
-
-    def wait(condition: Callable[[], bool], timeout: float) -> float:
-        started = time.monotonic()
-        while not condition():
-            if time.monotonic() - started > timeout:
-                raise TimeoutError("gave up waiting")
-            time.sleep(0.02)
-        return time.monotonic() - started
-
     results: dict[str, Any] = {"die": [], "garbage": [], "hang": None, "failures": []}
     with (
         start_blocking_portal("asyncio") as portal,
@@ -420,90 +432,139 @@ def engine_faults(folder: Path, cycles: int, hang: bool) -> dict[str, Any]:
         ) as box,
         portal.wrap_async_context_manager(serve_box(box, port=0)) as running,
     ):
-
-        def send(text: str) -> Any:
-            status, answer = request(
-                running.port,
-                box.token,
-                "POST",
-                "/api/chat/send",
-                {"message": text, "messageId": text},
-                timeout=60,
-            )
-            if status != 200:
-                results["failures"].append(f"{text}: {status}")
-            return answer
-
-        def idle() -> bool:
-            status = box.status()
-            return not status["busy"] and status["queued"] == 0
-
-        def start_of(text: str) -> int | None:
-            return next((number for number, said in turns() if said == text), None)
-
-        def turned(text: str) -> Callable[[], bool]:
-            return lambda: start_of(text) is not None
-
+        faulty = _FaultyEngineBox(box, portal, running.port, folder / "plan.turns", results)
         for cycle in range(cycles):
-            # die: a text queued behind the turn drains into a fresh run.
-            first, behind = f"d{cycle}-first", f"d{cycle}-queued"
-            send(first)
-            wait(turned(first), 30)
-            queued = send(behind)
-            started = time.monotonic()
-            (folder / "plan.die").touch()
-            wait(turned(behind), 60)
-            wait(idle, 60)
-            (folder / "plan.die").unlink()
-            results["die"].append(
-                {
-                    "queued": queued == {"queued": True},
-                    "drained_into_a_fresh_run": start_of(behind) != start_of(first),
-                    "recovered_s": round(time.monotonic() - started, 2),
-                }
-            )
-            # garbage: the run is closed, the next send starts a fresh one.
-            portal.call(box.restart)
-            wait(lambda: not box.status()["running"], 30)
-            send(f"g{cycle}-first")
-            started = time.monotonic()
-            wait(lambda: idle() and not box.status()["running"], 60)
-            after = f"g{cycle}-after"
-            send(after)
-            wait(turned(after), 60)
-            wait(idle, 60)
-            results["garbage"].append(
-                {
-                    "fresh_run": start_of(after) != start_of(f"g{cycle}-first"),
-                    "recovered_s": round(time.monotonic() - started, 2),
-                }
-            )
-            portal.call(box.restart)
-            wait(lambda: not box.status()["running"], 30)
+            results["die"].append(_die_cycle(faulty, cycle, folder / "plan.die"))
+            faulty.restart()
+            results["garbage"].append(_garbage_cycle(faulty, cycle))
+            faulty.restart()
         if hang:
-            send("h-first")
-            started = time.monotonic()
-            wait(lambda: box.status()["phase"] == "starting", 30)
-            send("h-queued")
-            wait(lambda: box.status()["phase"] != "starting", 180)
-            hung_for = time.monotonic() - started
-            after_failure = dict(box.status())
-            # The failed start kept its texts queued; the next send starts a fresh run.
-            after = send("h-after")
-            wait(turned("h-after"), 60)
-            wait(idle, 60)
-            results["hang"] = {
-                "start_failed_after_s": round(hung_for, 1),
-                "status_after_the_failed_start": after_failure,
-                "next_send": after,
-                "texts_in_the_fresh_run": [t for _, t in turns() if t.startswith("h-")],
-                "turn_texts": [
-                    json.loads(line)["text"] for line in turns_file.read_text().splitlines()
-                ][-1:],
-            }
+            results["hang"] = _hung_start(faulty)
     results["cycles"] = cycles
     results["starts"] = len((folder / "plan.starts").read_text().splitlines())
     return results
+
+
+def _wait(condition: Callable[[], bool], timeout: float) -> float:
+    """Seconds until ``condition`` holds (`TimeoutError` after ``timeout``)."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout:
+            raise TimeoutError("gave up waiting")
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+@dataclass
+class _FaultyEngineBox:
+    """The box on the faulty CLI, served: what to send it, and the turns the CLI took
+    (its plan's ``.turns`` file); a send not answered 200 goes to ``results``' failures."""
+
+    box: Box
+    portal: BlockingPortal
+    port: int
+    turns_file: Path
+    results: dict[str, Any]
+
+    def turns(self) -> list[tuple[int, str]]:
+        """Each text the CLI took, with the number of the start whose run took it."""
+        # A drained queue is one turn of texts joined by blank lines: one entry each.
+        if not self.turns_file.exists():
+            return []
+        return [
+            (int(turn["start"]), text)
+            for turn in map(json.loads, self.turns_file.read_text().splitlines())
+            for text in str(turn["text"]).split("\n\n")
+        ]
+
+    def send(self, text: str) -> Any:
+        status, answer = request(
+            self.port,
+            self.box.token,
+            "POST",
+            "/api/chat/send",
+            {"message": text, "messageId": text},
+            timeout=60,
+        )
+        if status != 200:
+            self.results["failures"].append(f"{text}: {status}")
+        return answer
+
+    def idle(self) -> bool:
+        status = self.box.status()
+        return not status["busy"] and status["queued"] == 0
+
+    def stopped(self) -> bool:
+        return not self.box.status()["running"]
+
+    def start_of(self, text: str) -> int | None:
+        return next((number for number, said in self.turns() if said == text), None)
+
+    def turned(self, text: str) -> Callable[[], bool]:
+        return lambda: self.start_of(text) is not None
+
+    def restart(self) -> None:
+        """Close the run (the box's restart) and wait until it has."""
+        self.portal.call(self.box.restart)
+        _wait(self.stopped, 30)
+
+
+def _die_cycle(faulty: _FaultyEngineBox, cycle: int, die: Path) -> dict[str, Any]:
+    """The CLI dies mid-turn (told by the file ``die``): a text queued behind the turn
+    drains into a fresh run."""
+    first, behind = f"d{cycle}-first", f"d{cycle}-queued"
+    faulty.send(first)
+    _wait(faulty.turned(first), 30)
+    queued = faulty.send(behind)
+    started = time.monotonic()
+    die.touch()
+    _wait(faulty.turned(behind), 60)
+    _wait(faulty.idle, 60)
+    die.unlink()
+    return {
+        "queued": queued == {"queued": True},
+        "drained_into_a_fresh_run": faulty.start_of(behind) != faulty.start_of(first),
+        "recovered_s": round(time.monotonic() - started, 2),
+    }
+
+
+def _garbage_cycle(faulty: _FaultyEngineBox, cycle: int) -> dict[str, Any]:
+    """The CLI writes garbage: the run is closed, the next send starts a fresh one."""
+    faulty.send(f"g{cycle}-first")
+    started = time.monotonic()
+    _wait(lambda: faulty.idle() and faulty.stopped(), 60)
+    after = f"g{cycle}-after"
+    faulty.send(after)
+    _wait(faulty.turned(after), 60)
+    _wait(faulty.idle, 60)
+    return {
+        "fresh_run": faulty.start_of(after) != faulty.start_of(f"g{cycle}-first"),
+        "recovered_s": round(time.monotonic() - started, 2),
+    }
+
+
+def _hung_start(faulty: _FaultyEngineBox) -> dict[str, Any]:
+    """A start that hangs fails after the box's start timeout, its texts kept queued;
+    the next send starts a fresh run."""
+    faulty.send("h-first")
+    started = time.monotonic()
+    _wait(lambda: faulty.box.status()["phase"] == "starting", 30)
+    faulty.send("h-queued")
+    _wait(lambda: faulty.box.status()["phase"] != "starting", 180)
+    hung_for = time.monotonic() - started
+    after_failure = dict(faulty.box.status())
+    after = faulty.send("h-after")
+    _wait(faulty.turned("h-after"), 60)
+    _wait(faulty.idle, 60)
+    return {
+        "start_failed_after_s": round(hung_for, 1),
+        "status_after_the_failed_start": after_failure,
+        "next_send": after,
+        "texts_in_the_fresh_run": [t for _, t in faulty.turns() if t.startswith("h-")],
+        "turn_texts": [
+            json.loads(line)["text"] for line in faulty.turns_file.read_text().splitlines()
+        ][-1:],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
