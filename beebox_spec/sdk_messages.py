@@ -423,77 +423,99 @@ def _adapt_task(raw: JsonObject, subtype: str) -> TaskMessage | UnknownMessage |
     if session_id is None or uuid is None or task_id is None:
         return _unknown(raw)
     tool_use_id = _string(raw.get("tool_use_id"))
-    task: TaskEvent
+    task: TaskEvent | None
     if subtype == "task_started":
-        started: TaskStartedEvent = {"phase": "started", "taskId": task_id, "status": "running"}
-        if tool_use_id is not None:
-            started["toolUseId"] = tool_use_id
-        description = _non_empty_string(raw.get("description"))
-        if description is not None:
-            started["description"] = description
-        task = started
+        task = _task_started(raw, task_id, tool_use_id)
     elif subtype == "task_progress":
-        usage = _object(raw.get("usage")) or {}
-        elapsed = _number(usage.get("duration_ms"))
-        # A progress tick reports the elapsed time.
-        if elapsed is None:
-            return _unknown(raw)
-        progress: TaskProgressEvent = {
-            "phase": "progress",
-            "taskId": task_id,
-            "status": "running",
-            "elapsedMs": elapsed,
-        }
-        if tool_use_id is not None:
-            progress["toolUseId"] = tool_use_id
-        description = _non_empty_string(raw.get("description"))
-        if description is not None:
-            progress["description"] = description
-        summary = _non_empty_string(raw.get("summary"))
-        if summary is not None:
-            progress["summary"] = summary
-        last_tool_name = _non_empty_string(raw.get("last_tool_name"))
-        if last_tool_name is not None:
-            progress["lastToolName"] = last_tool_name
-        task = progress
+        task = _task_progress(raw, task_id, tool_use_id)
     elif subtype == "task_updated":
-        patch = _object(raw.get("patch"))
-        # An update carries its patch.
-        if patch is None:
-            return _unknown(raw)
-        updated: TaskUpdatedEvent = {"phase": "updated", "taskId": task_id}
-        status = _task_status(patch.get("status"))
-        if status is not None:
-            updated["status"] = status
-        # Here an empty description is kept: the patch may be clearing it.
-        patched_description = _string(patch.get("description"))
-        if patched_description is not None:
-            updated["description"] = patched_description
-        task = updated
+        task = _task_updated(raw, task_id)
     else:
-        settled_status = _task_status(raw.get("status"))
-        # A settled task says how it ended.
-        if settled_status is None:
-            return _unknown(raw)
-        settled: TaskSettledEvent = {
-            "phase": "settled",
-            "taskId": task_id,
-            "status": settled_status,
-        }
-        if tool_use_id is not None:
-            settled["toolUseId"] = tool_use_id
-        summary = _non_empty_string(raw.get("summary"))
-        if summary is not None:
-            settled["summary"] = summary
-        output_file = _non_empty_string(raw.get("output_file"))
-        if output_file is not None:
-            settled["outputFile"] = output_file
-        settled_usage = _object(raw.get("usage")) or {}
-        settled_elapsed = _number(settled_usage.get("duration_ms"))
-        if settled_elapsed is not None:
-            settled["elapsedMs"] = settled_elapsed
-        task = settled
+        task = _task_settled(raw, task_id, tool_use_id)
+    if task is None:
+        return _unknown(raw)
     return {"type": "task", "session_id": session_id, "uuid": uuid, "task": task}
+
+
+def _task_started(raw: JsonObject, task_id: str, tool_use_id: str | None) -> TaskStartedEvent:
+    """`task_started`: the task is running."""
+    started: TaskStartedEvent = {"phase": "started", "taskId": task_id, "status": "running"}
+    if tool_use_id is not None:
+        started["toolUseId"] = tool_use_id
+    description = _non_empty_string(raw.get("description"))
+    if description is not None:
+        started["description"] = description
+    return started
+
+
+def _task_progress(
+    raw: JsonObject, task_id: str, tool_use_id: str | None
+) -> TaskProgressEvent | None:
+    """`task_progress`: a tick of a running task; None without its elapsed time."""
+    usage = _object(raw.get("usage")) or {}
+    elapsed = _number(usage.get("duration_ms"))
+    # A progress tick reports the elapsed time.
+    if elapsed is None:
+        return None
+    progress: TaskProgressEvent = {
+        "phase": "progress",
+        "taskId": task_id,
+        "status": "running",
+        "elapsedMs": elapsed,
+    }
+    if tool_use_id is not None:
+        progress["toolUseId"] = tool_use_id
+    description = _non_empty_string(raw.get("description"))
+    if description is not None:
+        progress["description"] = description
+    summary = _non_empty_string(raw.get("summary"))
+    if summary is not None:
+        progress["summary"] = summary
+    last_tool_name = _non_empty_string(raw.get("last_tool_name"))
+    if last_tool_name is not None:
+        progress["lastToolName"] = last_tool_name
+    return progress
+
+
+def _task_updated(raw: JsonObject, task_id: str) -> TaskUpdatedEvent | None:
+    """`task_updated`: what its patch changed; None without a patch."""
+    patch = _object(raw.get("patch"))
+    # An update carries its patch.
+    if patch is None:
+        return None
+    updated: TaskUpdatedEvent = {"phase": "updated", "taskId": task_id}
+    status = _task_status(patch.get("status"))
+    if status is not None:
+        updated["status"] = status
+    # Here an empty description is kept: the patch may be clearing it.
+    patched_description = _string(patch.get("description"))
+    if patched_description is not None:
+        updated["description"] = patched_description
+    return updated
+
+
+def _task_settled(
+    raw: JsonObject, task_id: str, tool_use_id: str | None
+) -> TaskSettledEvent | None:
+    """`task_notification`: how the task ended; None when it does not say."""
+    settled_status = _task_status(raw.get("status"))
+    # A settled task says how it ended.
+    if settled_status is None:
+        return None
+    settled: TaskSettledEvent = {"phase": "settled", "taskId": task_id, "status": settled_status}
+    if tool_use_id is not None:
+        settled["toolUseId"] = tool_use_id
+    summary = _non_empty_string(raw.get("summary"))
+    if summary is not None:
+        settled["summary"] = summary
+    output_file = _non_empty_string(raw.get("output_file"))
+    if output_file is not None:
+        settled["outputFile"] = output_file
+    usage = _object(raw.get("usage")) or {}
+    elapsed = _number(usage.get("duration_ms"))
+    if elapsed is not None:
+        settled["elapsedMs"] = elapsed
+    return settled
 
 
 def _adapt_assistant(raw: JsonObject) -> AssistantMessage | UnknownMessage:
