@@ -198,77 +198,20 @@ def raw_message_from_sdk(
     (``UserMessage``). ``sdk`` is the SDK module (imported when not given).
     """
     sdk = sdk if sdk is not None else importlib.import_module(SDK_MODULE)
+    typed: Any = message
     # Every system subtype — init, compact_boundary, the task and hook messages —
     # is a SystemMessage (or a subclass) that keeps the raw dict as `data`.
     if _is(message, sdk, "SystemMessage"):
-        system: Any = message
-        raw: JsonObject = dict(system.data)
+        raw: JsonObject = dict(typed.data)
         raw.setdefault("type", "system")
-        raw.setdefault("subtype", system.subtype)
+        raw.setdefault("subtype", typed.subtype)
         return raw
-    typed: Any = message
     if _is(message, sdk, "AssistantMessage"):
-        body: JsonObject = {}
-        _set_if(body, "id", typed.message_id)
-        body.update(
-            {
-                "type": "message",
-                "role": "assistant",
-                "model": typed.model,
-                "content": _content_to_raw(sdk, typed.content),
-                "stop_reason": typed.stop_reason,
-            }
-        )
-        _set_if(body, "usage", typed.usage)
-        raw = {"type": "assistant", "message": body}
-        _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
-        _set_if(raw, "error", typed.error)
-        _set_if(raw, "session_id", typed.session_id or session_id)
-        _set_if(raw, "uuid", typed.uuid)
-        return raw
+        return _assistant_to_raw(sdk, typed, session_id)
     if _is(message, sdk, "UserMessage"):
-        raw = {
-            "type": "user",
-            "message": {"role": "user", "content": _content_to_raw(sdk, typed.content)},
-        }
-        _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
-        _set_if(raw, "session_id", session_id)
-        _set_if(raw, "uuid", typed.uuid)
-        _set_if(raw, "tool_use_result", typed.tool_use_result)
-        _set_if(raw, "origin", getattr(typed, "origin", None))
-        return raw
+        return _user_to_raw(sdk, typed, session_id)
     if _is(message, sdk, "ResultMessage"):
-        raw = {
-            "type": "result",
-            "subtype": typed.subtype,
-            "is_error": typed.is_error,
-            "duration_ms": typed.duration_ms,
-            "duration_api_ms": typed.duration_api_ms,
-            "num_turns": typed.num_turns,
-            "session_id": typed.session_id,
-        }
-        for key, attribute in (
-            ("result", "result"),
-            ("stop_reason", "stop_reason"),
-            ("total_cost_usd", "total_cost_usd"),
-            ("usage", "usage"),
-            ("modelUsage", "model_usage"),
-            ("permission_denials", "permission_denials"),
-            ("structured_output", "structured_output"),
-            ("errors", "errors"),
-            ("api_error_status", "api_error_status"),
-            ("terminal_reason", "terminal_reason"),
-            ("uuid", "uuid"),
-        ):
-            _set_if(raw, key, getattr(typed, attribute, None))
-        deferred = getattr(typed, "deferred_tool_use", None)
-        if deferred is not None:
-            raw["deferred_tool_use"] = {
-                "id": deferred.id,
-                "name": deferred.name,
-                "input": deferred.input,
-            }
-        return raw
+        return _result_to_raw(typed)
     if _is(message, sdk, "StreamEvent"):
         return {
             "type": "stream_event",
@@ -294,6 +237,77 @@ def raw_message_from_sdk(
         }
     # A message class this code predates: the adapter's unknown sentinel, visibly.
     return {"type": f"sdk:{type(message).__name__}"}
+
+
+def _assistant_to_raw(sdk: Any, typed: Any, session_id: str | None) -> JsonObject:
+    """An ``AssistantMessage``: the Messages-API message in its envelope."""
+    body: JsonObject = {}
+    _set_if(body, "id", typed.message_id)
+    body.update(
+        {
+            "type": "message",
+            "role": "assistant",
+            "model": typed.model,
+            "content": _content_to_raw(sdk, typed.content),
+            "stop_reason": typed.stop_reason,
+        }
+    )
+    _set_if(body, "usage", typed.usage)
+    raw: JsonObject = {"type": "assistant", "message": body}
+    _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
+    _set_if(raw, "error", typed.error)
+    _set_if(raw, "session_id", typed.session_id or session_id)
+    _set_if(raw, "uuid", typed.uuid)
+    return raw
+
+
+def _user_to_raw(sdk: Any, typed: Any, session_id: str | None) -> JsonObject:
+    """A ``UserMessage``, which keeps no session id: the run's (``session_id``)."""
+    raw: JsonObject = {
+        "type": "user",
+        "message": {"role": "user", "content": _content_to_raw(sdk, typed.content)},
+    }
+    _set_if(raw, "parent_tool_use_id", typed.parent_tool_use_id)
+    _set_if(raw, "session_id", session_id)
+    _set_if(raw, "uuid", typed.uuid)
+    _set_if(raw, "tool_use_result", typed.tool_use_result)
+    _set_if(raw, "origin", getattr(typed, "origin", None))
+    return raw
+
+
+def _result_to_raw(typed: Any) -> JsonObject:
+    """A ``ResultMessage``: the turn's result, each optional field when the SDK kept it."""
+    raw: JsonObject = {
+        "type": "result",
+        "subtype": typed.subtype,
+        "is_error": typed.is_error,
+        "duration_ms": typed.duration_ms,
+        "duration_api_ms": typed.duration_api_ms,
+        "num_turns": typed.num_turns,
+        "session_id": typed.session_id,
+    }
+    for key, attribute in (
+        ("result", "result"),
+        ("stop_reason", "stop_reason"),
+        ("total_cost_usd", "total_cost_usd"),
+        ("usage", "usage"),
+        ("modelUsage", "model_usage"),
+        ("permission_denials", "permission_denials"),
+        ("structured_output", "structured_output"),
+        ("errors", "errors"),
+        ("api_error_status", "api_error_status"),
+        ("terminal_reason", "terminal_reason"),
+        ("uuid", "uuid"),
+    ):
+        _set_if(raw, key, getattr(typed, attribute, None))
+    deferred = getattr(typed, "deferred_tool_use", None)
+    if deferred is not None:
+        raw["deferred_tool_use"] = {
+            "id": deferred.id,
+            "name": deferred.name,
+            "input": deferred.input,
+        }
+    return raw
 
 
 # ---------------------------------------------------------------------------
