@@ -171,7 +171,7 @@ class SpecChat:
                 self._record(effect, events)
         return accepted
 
-    def _record(self, effect: spec.Effect, events: deque[spec.ChatSessionEvent]) -> None:
+    def _record(self, effect: spec.Effect, events: deque[spec.ChatSessionEvent]) -> None:  # noqa: PLR0912 — one case an effect kind: the table reads best whole
         match effect:
             case spec.StartRun(resume_session_id=resume):
                 self.resumed.append(resume)
