@@ -393,13 +393,17 @@ async def test_the_cli_killed_mid_turn(
     api.script(first, Reply.text("fresh"), Reply.text("owed, now delivered"))
     async with claude_box(tmp_path / "box", claude) as (box, log):
         await box.send(SendRequest("doomed", message_id="m-1"))
+        # Found and queued once the turn is on the CLI, before its request: the CLI
+        # writes its transcript some 50 ms after the request, and the kill of the
+        # unwritten case must come sooner.
+        await wait_until(lambda: box.status()["phase"] == "streaming")
+        (pid,) = claude_processes(claude.config)
+        assert isinstance(await box.send(SendRequest("queued", message_id="m-2")), Queued)
         await wait_for_requests(api, 1)
         if written:
             await wait_until(lambda: bool(claude.transcripts()))
         else:
             assert not claude.transcripts()
-        (pid,) = claude_processes(claude.config)
-        assert isinstance(await box.send(SendRequest("queued", message_id="m-2")), Queued)
         kill(pid)
         hold.set()
         # The lifecycle's close handler: the queue drains into a fresh CLI.
