@@ -386,8 +386,8 @@ def read_accepted_messages(
     A row at or before `settled_through` — the bus row of the chat's last
     deliberate stop or reset — is owed no more: the stop dropped what it had not
     delivered, on purpose, and its entry says so (``dropped: true``) so that a page
-    shows it as not sent rather than on its way (ours,
-    `docs/spec-decisions.md#stop-dropped-not-pending`).
+    shows it as not sent rather than on its way
+    (ours, `docs/spec-decisions.md#stop-dropped-not-pending`).
     """
     # Only the newest ACCEPTED_SCAN_LIMIT rows count (the caller reads no more than that).
     entries: list[PendingMessage] = []
