@@ -29,6 +29,7 @@ __all__ = [
     "claude_processes",
     "cli_path",
     "cli_version",
+    "freeze",
     "kill",
 ]
 
@@ -146,3 +147,9 @@ def kill(pid: int) -> None:
     """SIGKILL ``pid`` (gone already is fine)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def freeze(pid: int) -> None:
+    """SIGSTOP ``pid``: it does nothing more until killed (gone already is fine)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGSTOP)

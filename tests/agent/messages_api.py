@@ -250,6 +250,9 @@ class MessagesApiDouble:
         self._script: deque[Answer] = deque()
         self._requests: list[Recorded] = []
         self.unscripted = 0
+        # Called in the server's thread as each messages request arrives, before it is
+        # answered: a test acts on the CLI at that very moment (it waits for the answer).
+        self.on_message: Callable[[], None] | None = None
         self._message_ids = itertools.count(1)
         self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
@@ -325,7 +328,10 @@ class MessagesApiDouble:
                     self.unscripted += 1
             self._requests.append(Recorded(method, path, headers, body, answer))
             self._lock.notify_all()
-            return answer
+            on_message = self.on_message if answer is not None else None
+        if on_message is not None:
+            on_message()
+        return answer
 
     # --- the HTTP side -----------------------------------------------------------
 

@@ -27,7 +27,7 @@ from beebox_impl.transcript import TailSlice
 from beebox_impl.transcript.media import MediaFound
 from beebox_spec.entries import SessionEntry, SessionHistory
 from tests.agent.box_support import EventLog, claude_box, wait_until
-from tests.agent.claude_cli import OfflineClaude, claude_processes, cli_path, kill
+from tests.agent.claude_cli import OfflineClaude, claude_processes, cli_path, freeze, kill
 from tests.agent.messages_api import (
     Drop,
     Fail,
@@ -398,8 +398,14 @@ async def test_the_cli_killed_mid_turn(
         # unwritten case must come sooner.
         await wait_until(lambda: box.status()["phase"] == "streaming")
         (pid,) = claude_processes(claude.config)
+        if not written:
+            # Frozen the moment its request arrives, in the double's own thread: the
+            # CLI writes its transcript some 50 ms later, which a loaded machine's
+            # event loop could let pass before the kill.
+            api.on_message = lambda: freeze(pid)
         assert isinstance(await box.send(SendRequest("queued", message_id="m-2")), Queued)
         await wait_for_requests(api, 1)
+        api.on_message = None
         if written:
             await wait_until(lambda: bool(claude.transcripts()))
         else:
