@@ -91,6 +91,8 @@ REPO: Final = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from report import print_table  # noqa: E402 - after sys.path
+
 from beebox_impl.cli_box import parse_serving_line  # noqa: E402 - after sys.path
 from tests.agent.claude_cli import (  # noqa: E402 - after sys.path
     OfflineClaude,
@@ -932,31 +934,6 @@ def notes(figures: Figures) -> list[str]:
     if figures.leftover_clis:
         lines.append(f"*** {figures.leftover_clis} CLI process(es) outlived their owner: killed")
     return lines
-
-
-def print_table(rows: list[Row]) -> None:
-    """The table, then the summary line (rows that missed or broke repeated, loudly)."""
-    header = ("measure", "ours", "baseline", "ratio", "target")
-    cells = [header, *[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: tuple[str, ...], status: str) -> str:
-        padded = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        return " | ".join(padded) + f" | {status}"
-
-    print(line(header, "ok?"))
-    print("-+-".join("-" * width for width in widths) + "-+-----")
-    for row, cell in zip(rows, cells[1:], strict=True):
-        print(line(cell, row.status))
-    print()
-    judged = [row for row in rows if row.status != "info"]
-    missed = [row for row in judged if row.status != "ok"]
-    if missed:
-        print(f"SUMMARY: {len(judged) - len(missed)}/{len(judged)} targets met — MISSED:")
-        for row in missed:
-            print(f"  *** {row.status}: {row.measure} ({row.ours} vs {row.baseline}; {row.target})")
-    else:
-        print(f"SUMMARY: all {len(judged)} targets met.")
 
 
 def _load_average() -> str:

@@ -5,21 +5,39 @@
 one of the statuses that judge nothing (``info``, ``n/a``); `load_average` is the
 figure every report prints beside its own, since the machines are shared.
 
-`bench/peers.py` prints through it; `sessions.py`, `claude.py` and `transcripts.py`
-still carry copies of their own, each with its own row type, to be moved here.
+`bench/peers.py`, `sessions.py` and `claude.py` print through it, each with its own
+row type (anything with the six fields, `TableRow`); `transcripts.py` prints notes
+and an implementation-missing line of its own.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-__all__ = ["UNJUDGED", "Row", "load_average", "print_table"]
+__all__ = ["UNJUDGED", "Row", "TableRow", "load_average", "print_table"]
 
 # Statuses that are figures only: no target, or nothing to judge in this run.
 UNJUDGED: Final = frozenset({"info", "n/a"})
+
+
+class TableRow(Protocol):
+    """What the table reads of a row (each benchmark may narrow ``status``'s type)."""
+
+    @property
+    def measure(self) -> str: ...
+    @property
+    def ours(self) -> str: ...
+    @property
+    def baseline(self) -> str: ...
+    @property
+    def ratio(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def status(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +52,7 @@ class Row:
     status: str
 
 
-def print_table(rows: list[Row], unjudged: Collection[str] = UNJUDGED) -> None:
+def print_table(rows: Sequence[TableRow], unjudged: Collection[str] = UNJUDGED) -> None:
     """The table, then the summary line (rows that missed or broke repeated, loudly)."""
     header = ("measure", "ours", "baseline", "ratio", "target")
     cells = [header, *[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows]]

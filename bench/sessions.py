@@ -50,6 +50,7 @@ from typing import Final, Literal, TypeAlias
 
 import anyio
 from anyio.lowlevel import checkpoint
+from report import print_table
 
 from beebox_impl.engine.messages import assistant_message, init_message, result_message
 from beebox_impl.engine.protocol import StartOptions, TurnContent
@@ -428,30 +429,6 @@ def build_rows(figures: BackendFigures, config: Config) -> list[Row]:
     return rows
 
 
-def print_table(rows: list[Row]) -> None:
-    """The table, then the summary line (MISSED rows repeated, loudly)."""
-    header = ("measure", "ours", "baseline", "ratio", "target")
-    cells = [header, *[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: tuple[str, ...], status: str) -> str:
-        padded = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        return " | ".join(padded) + f" | {status}"
-
-    print(line(header, "ok?"))
-    print("-+-".join("-" * width for width in widths) + "-+-----")
-    for row, cell in zip(rows, cells[1:], strict=True):
-        print(line(cell, row.status))
-    print()
-    missed = [row for row in rows if row.status != "ok"]
-    if missed:
-        print(f"SUMMARY: {len(rows) - len(missed)}/{len(rows)} targets met — MISSED:")
-        for row in missed:
-            print(f"  *** {row.status}: {row.measure} ({row.ours} vs {row.baseline}; {row.target})")
-    else:
-        print(f"SUMMARY: all {len(rows)} targets met.")
-
-
 def _load_average() -> str:
     try:
         return f"{os.getloadavg()[0]:.2f}"
@@ -497,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         "after gc.collect, after the timed turns minus before (smallest over repetitions)."
     )
     print()
-    print_table(rows)
+    # Every row here has a target: none is a figure only.
+    print_table(rows, unjudged=())
     say(f"done in {time.perf_counter() - started:.0f} s")
     return 0
 
