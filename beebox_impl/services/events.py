@@ -51,6 +51,7 @@ from beebox_impl.session.events import (
     TurnText,
     follow_events,
 )
+from beebox_spec.chat_session import EmittedEvent
 from beebox_spec.permissions import Decision, EndedHow, PermissionEnd, PermissionRequest
 from beebox_spec.sdk_messages import AdaptedMessage, ResultMessage, turn_error
 
@@ -218,26 +219,20 @@ BoxEvent: TypeAlias = (
     | BoxEventOf[Literal["done"], NoData]
     | BoxEventOf[Literal["turn-text"], TurnTextData]
     | BoxEventOf[Literal["close"], CloseData]
-    | BoxEventOf[Literal["start-failed"], StartFailedData]
     | BoxEventOf[Literal["permission-request"], PermissionRequestData]
     | BoxEventOf[Literal["permission-ended"], PermissionEndedData]
+    | BoxEventOf[Literal["start-failed"], StartFailedData]
     | BoxEventOf[Literal["turn-error"], TurnErrorData]
     | BoxEventOf[Literal["events-lost"], NoData]
 )
 
+# The bus's two, the chat session's own (`beebox_spec.chat_session.EmittedEvent`), and
+# the box's: a start that failed, a failed turn's words, a relay fallen behind.
 BoxEventName: TypeAlias = Literal[
     "chat-user-message",
     "chat-turn",
-    "session-id",
-    "message",
-    "task",
-    "turn-delta",
-    "done",
-    "turn-text",
-    "close",
+    EmittedEvent,
     "start-failed",
-    "permission-request",
-    "permission-ended",
     "turn-error",
     "events-lost",
 ]
