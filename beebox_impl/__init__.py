@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from beebox_impl.http.server import HttpLimits, RemoteBindRefused, RunningServer, serve_box
     from beebox_impl.review.lock import LockHeldError
     from beebox_impl.services.bootstrap import Bootstrap, ChatStatus
-    from beebox_impl.services.events import (
+    from beebox_impl.services.box_events import (
         BOX_EVENT_NAMES,
         BoxEvent,
         BoxEventName,
@@ -72,8 +72,8 @@ if TYPE_CHECKING:
         SendRequest,
         TurnStarted,
     )
+    from beebox_impl.session.chat_events import EventSubscription
     from beebox_impl.session.clock import ManualClock, SessionClock, SystemClock
-    from beebox_impl.session.events import EventSubscription
     from beebox_impl.session.pool import ChatSessionPool
     from beebox_impl.settings import BoxSettings, InvalidBoxSettings
     from beebox_impl.store.acceptance import Attachment
@@ -196,22 +196,22 @@ _HOMES: dict[str, str] = {
     "LockHeldError": "beebox_impl.review.lock",
     "Bootstrap": "beebox_impl.services.bootstrap",
     "ChatStatus": "beebox_impl.services.bootstrap",
-    "BOX_EVENT_NAMES": "beebox_impl.services.events",
-    "BoxEvent": "beebox_impl.services.events",
-    "BoxEventName": "beebox_impl.services.events",
-    "BoxEventOf": "beebox_impl.services.events",
-    "ChatTurnData": "beebox_impl.services.events",
-    "ChatUserMessageData": "beebox_impl.services.events",
-    "CloseData": "beebox_impl.services.events",
-    "MessageData": "beebox_impl.services.events",
-    "NoData": "beebox_impl.services.events",
-    "PermissionEndedData": "beebox_impl.services.events",
-    "PermissionRequestData": "beebox_impl.services.events",
-    "SenderData": "beebox_impl.services.events",
-    "SessionIdData": "beebox_impl.services.events",
-    "StartFailedData": "beebox_impl.services.events",
-    "TurnErrorData": "beebox_impl.services.events",
-    "TurnTextData": "beebox_impl.services.events",
+    "BOX_EVENT_NAMES": "beebox_impl.services.box_events",
+    "BoxEvent": "beebox_impl.services.box_events",
+    "BoxEventName": "beebox_impl.services.box_events",
+    "BoxEventOf": "beebox_impl.services.box_events",
+    "ChatTurnData": "beebox_impl.services.box_events",
+    "ChatUserMessageData": "beebox_impl.services.box_events",
+    "CloseData": "beebox_impl.services.box_events",
+    "MessageData": "beebox_impl.services.box_events",
+    "NoData": "beebox_impl.services.box_events",
+    "PermissionEndedData": "beebox_impl.services.box_events",
+    "PermissionRequestData": "beebox_impl.services.box_events",
+    "SenderData": "beebox_impl.services.box_events",
+    "SessionIdData": "beebox_impl.services.box_events",
+    "StartFailedData": "beebox_impl.services.box_events",
+    "TurnErrorData": "beebox_impl.services.box_events",
+    "TurnTextData": "beebox_impl.services.box_events",
     "HistorySlice": "beebox_impl.services.history",
     "PermissionAlreadyEnded": "beebox_impl.services.permissions",
     "PermissionNotFound": "beebox_impl.services.permissions",
@@ -228,7 +228,7 @@ _HOMES: dict[str, str] = {
     "ManualClock": "beebox_impl.session.clock",
     "SessionClock": "beebox_impl.session.clock",
     "SystemClock": "beebox_impl.session.clock",
-    "EventSubscription": "beebox_impl.session.events",
+    "EventSubscription": "beebox_impl.session.chat_events",
     "ChatSessionPool": "beebox_impl.session.pool",
     "BoxSettings": "beebox_impl.settings",
     "InvalidBoxSettings": "beebox_impl.settings",

@@ -69,7 +69,7 @@ from beebox_impl.review.paths import husk_dir, schedule_card_path, state_path
 from beebox_impl.review.schedule_card import install_review_schedule_card
 from beebox_impl.services.attachments import PhotoEngine
 from beebox_impl.services.bootstrap import Bootstrap, ChatBootstrapService, ChatStatus
-from beebox_impl.services.events import BoxEvent, BoxEventHub, relay_chat_events
+from beebox_impl.services.box_events import BoxEvent, BoxEventHub, relay_chat_events
 from beebox_impl.services.history import (
     ChatHistoryService,
     HistorySlice,
@@ -87,8 +87,8 @@ from beebox_impl.services.send import (
     SendRequest,
 )
 from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.chat_events import DEFAULT_EVENT_BUFFER, EventSubscription
 from beebox_impl.session.clock import SessionClock, SystemClock
-from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventSubscription
 from beebox_impl.settings import BoxSettings, install_settings, load_box_settings
 from beebox_impl.store.acceptance import AcceptanceStore
 from beebox_impl.store.database import (

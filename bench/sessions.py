@@ -56,7 +56,7 @@ from beebox_impl.engine.messages import assistant_message, init_message, result_
 from beebox_impl.engine.protocol import StartOptions, TurnContent
 from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 from beebox_impl.session.chat import QUEUE_SEPARATOR, ChatSession
-from beebox_impl.session.events import Done
+from beebox_impl.session.chat_events import Done
 from beebox_impl.store.memory import InMemoryQueueStore, InMemorySessionIdStore
 
 BACKENDS: Final = ("asyncio", "trio")

@@ -1,7 +1,7 @@
 """The engines' plumbing: an unbounded single-consumer queue, and a pull-based iterator.
 
 `Mailbox` is how the engines hand items to a run's reader, and how a session's
-event fan-out hands events to each listener (`beebox_impl.session.events`).
+event fan-out hands events to each listener (`beebox_impl.session.chat_events`).
 
 Why not an anyio memory object stream: a run is an object a test may create and
 drop without closing, and an unclosed memory stream warns when it is collected

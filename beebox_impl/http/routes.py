@@ -342,7 +342,7 @@ def _permissions(exchange: Exchange) -> Reply:
 def _events(exchange: Exchange) -> Reply:
     _query_strict(exchange, ())
     # Imported here: the event stream's loop lives with the transport.
-    from beebox_impl.http.events import stream_events  # noqa: PLC0415
+    from beebox_impl.http.sse import stream_events  # noqa: PLC0415
 
     return StreamReply(stream_events)
 

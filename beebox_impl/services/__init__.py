@@ -15,7 +15,7 @@ HTTP adapter, the CLI and embedding hosts all reach them through `beebox_impl.bo
 from __future__ import annotations
 
 from beebox_impl.services.bootstrap import Bootstrap, ChatBootstrapService, ChatStatus
-from beebox_impl.services.events import BoxEvent, BoxEventHub
+from beebox_impl.services.box_events import BoxEvent, BoxEventHub
 from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, ChatHistoryService, HistorySlice
 from beebox_impl.services.send import (
     ChatSendService,

@@ -30,7 +30,7 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import (
+from beebox_impl.session.chat_events import (
     ChatEvent,
     Done,
     EventSubscription,

@@ -24,7 +24,7 @@ from beebox_impl.review.cards import HuskCard, ensure_chat_husk, reconcile_husk_
 from beebox_impl.review.origin import MachineOrigin
 from beebox_impl.review.walk import first_message_title
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import ChatEvent, Done, EventSubscription, follow_events
+from beebox_impl.session.chat_events import ChatEvent, Done, EventSubscription, follow_events
 from beebox_impl.transcript.location import InvalidSessionId
 
 __all__ = ["TranscriptPathFor", "keep_husks", "stamp_old_husks"]

@@ -31,8 +31,8 @@ from typing import ClassVar, Final
 import anyio
 
 from beebox_impl.session.chat import ChatSession
+from beebox_impl.session.chat_events import PermissionEnded, PermissionRequested
 from beebox_impl.session.clock import SessionClock
-from beebox_impl.session.events import PermissionEnded, PermissionRequested
 from beebox_impl.session.permissions import PermissionEvent
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.permissions import (

@@ -74,7 +74,7 @@ import anyio.lowlevel
 
 from beebox_impl.ids import new_uuid4
 from beebox_impl.services.attachments import handed_text, split_photo_markers, without_markers
-from beebox_impl.services.events import BoxEventHub, ChatTurnData, ChatUserMessageData
+from beebox_impl.services.box_events import BoxEventHub, ChatTurnData, ChatUserMessageData
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded

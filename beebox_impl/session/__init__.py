@@ -14,8 +14,7 @@
 from __future__ import annotations
 
 from beebox_impl.session.chat import QUEUE_SEPARATOR, ChatRun, ChatSession, FeatureDeltaHook
-from beebox_impl.session.clock import ManualClock, SessionClock, SystemClock
-from beebox_impl.session.events import (
+from beebox_impl.session.chat_events import (
     DEFAULT_EVENT_BUFFER,
     ChatEvent,
     ChatResponse,
@@ -34,6 +33,7 @@ from beebox_impl.session.events import (
     TurnDelta,
     TurnText,
 )
+from beebox_impl.session.clock import ManualClock, SessionClock, SystemClock
 from beebox_impl.session.pool import ChatSessionPool, PoolSendResult, record_after_park
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_impl.session.thread import (

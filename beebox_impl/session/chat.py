@@ -119,8 +119,7 @@ from anyio.abc import TaskGroup
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine, Run, StartOptions
-from beebox_impl.session.clock import SessionClock, SystemClock
-from beebox_impl.session.events import (
+from beebox_impl.session.chat_events import (
     DEFAULT_EVENT_BUFFER,
     ChatEvent,
     Closed,
@@ -134,6 +133,7 @@ from beebox_impl.session.events import (
     TurnDelta,
     TurnText,
 )
+from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_impl.session.writer import StoreWriter
@@ -442,7 +442,7 @@ class ChatSession:
         return self._permissions.pending_requests
 
     def subscribe(self, max_buffer: int = DEFAULT_EVENT_BUFFER) -> EventSubscription[ChatEvent]:
-        """Listen to the session's events from now on (see `beebox_impl.session.events`)."""
+        """Listen to the session's events from now on (see `beebox_impl.session.chat_events`)."""
         return self._events.subscribe(max_buffer)
 
     # --- Caller operations -----------------------------------------------------------

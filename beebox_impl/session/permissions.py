@@ -31,8 +31,8 @@ from typing import TypeAlias
 import anyio
 from anyio.abc import TaskGroup
 
+from beebox_impl.session.chat_events import PermissionEnded, PermissionRequested
 from beebox_impl.session.clock import SessionClock
-from beebox_impl.session.events import PermissionEnded, PermissionRequested
 from beebox_spec.permissions import (
     PendingPermission,
     PermissionReply,

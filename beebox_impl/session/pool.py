@@ -58,8 +58,8 @@ from anyio.abc import TaskGroup
 from anyio.lowlevel import checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine
+from beebox_impl.session.chat_events import DEFAULT_EVENT_BUFFER, EventFanout, EventSubscription
 from beebox_impl.session.clock import SessionClock, SystemClock
-from beebox_impl.session.events import DEFAULT_EVENT_BUFFER, EventFanout, EventSubscription
 from beebox_impl.session.permissions import PermissionEvent
 from beebox_impl.session.thread import (
     ChatThreadSession,

@@ -59,8 +59,7 @@ from anyio.abc import TaskGroup
 from anyio.lowlevel import cancel_shielded_checkpoint, checkpoint_if_cancelled
 
 from beebox_impl.engine.protocol import Engine, Run, StartOptions
-from beebox_impl.session.clock import SessionClock, SystemClock
-from beebox_impl.session.events import (
+from beebox_impl.session.chat_events import (
     DEFAULT_EVENT_BUFFER,
     ChatResponse,
     Closed,
@@ -72,6 +71,7 @@ from beebox_impl.session.events import (
     ThreadSessionEvent,
     TurnText,
 )
+from beebox_impl.session.clock import SessionClock, SystemClock
 from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_spec.errors import InvariantError
@@ -298,7 +298,7 @@ class ChatThreadSession:
     def subscribe(
         self, max_buffer: int = DEFAULT_EVENT_BUFFER
     ) -> EventSubscription[ThreadSessionEvent]:
-        """Listen to the session's events from now on (see `beebox_impl.session.events`)."""
+        """Listen to the session's events from now on (see `beebox_impl.session.chat_events`)."""
         return self._events.subscribe(max_buffer)
 
     async def wait_idle(self) -> None:

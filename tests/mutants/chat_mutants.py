@@ -20,7 +20,7 @@ from beebox_impl.session.chat import (
     _StartRun,
     _Turn,
 )
-from beebox_impl.session.events import Closed, Done, StartFailed, TurnText
+from beebox_impl.session.chat_events import Closed, Done, StartFailed, TurnText
 from beebox_spec.lifecycle import (
     IDLE,
     Ready,

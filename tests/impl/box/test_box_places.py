@@ -19,7 +19,7 @@ import pytest
 
 from beebox_impl.box import Box, init_box
 from beebox_impl.services.send import SendRequest, TurnStarted
-from beebox_impl.session.events import Done
+from beebox_impl.session.chat_events import Done
 from beebox_impl.settings import settings_path
 from beebox_impl.store.acceptance import Attachment
 from beebox_impl.transcript import MediaFound, PageSlice

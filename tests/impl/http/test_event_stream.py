@@ -18,11 +18,11 @@ import anyio.lowlevel
 import anyio.to_thread
 import pytest
 
-from beebox_impl.http.events import _writes, encode_event, stream_events
 from beebox_impl.http.routes import Exchange
 from beebox_impl.http.server import HttpLimits
-from beebox_impl.services.events import BoxEvent, BoxEventHub, NoData
-from beebox_impl.session.events import EventSubscription
+from beebox_impl.http.sse import _writes, encode_event, stream_events
+from beebox_impl.services.box_events import BoxEvent, BoxEventHub, NoData
+from beebox_impl.session.chat_events import EventSubscription
 from tests.impl.http.support import served_box
 
 pytestmark = pytest.mark.anyio

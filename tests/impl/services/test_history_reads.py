@@ -16,7 +16,7 @@ import pytest
 
 import beebox_impl.services.history as history_module
 from beebox_impl.services.history import ChatHistoryService, keep_indexes_current
-from beebox_impl.session.events import ChatEvent, Done, EventFanout, EventSubscription
+from beebox_impl.session.chat_events import ChatEvent, Done, EventFanout, EventSubscription
 from beebox_impl.transcript import TailSlice, TranscriptIndexCache
 from beebox_spec.entries import SessionHistory
 from tests.impl.http.support import wait_until

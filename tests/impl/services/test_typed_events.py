@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from beebox_impl import Attachment, Box, BoxEvent, SendRequest, TurnStarted
-from beebox_impl.services.events import BOX_EVENT_NAMES, BoxEventOf
+from beebox_impl.services.box_events import BOX_EVENT_NAMES, BoxEventOf
 from tests.impl.http.support import PHOTO_BYTES
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ listener sees the same events in the same order:
 - **bus events** — ``chat-user-message`` once a send is recorded (its bus row id
   and payload), ``chat-turn`` when a send started a turn (its ``turnId``);
 - **turn events** — the whole-box chat's session events
-  (`beebox_impl.session.events`), relayed by `relay_chat_events`: ``session-id``,
+  (`beebox_impl.session.chat_events`), relayed by `relay_chat_events`: ``session-id``,
   ``message`` (an adapted SDK message, complete), ``task``, ``turn-delta`` (a
   piece of the assistant message in progress, to append to its text so far:
   `beebox_spec.sdk_messages`, "Live text"; never recorded), ``done``,
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Final, Generic, Literal, TypeAlias, TypedDict, TypeVar, cast, get_args
 
 from beebox_impl.session.chat import ChatSession
-from beebox_impl.session.events import (
+from beebox_impl.session.chat_events import (
     DEFAULT_EVENT_BUFFER,
     ChatEvent,
     Closed,
@@ -198,7 +198,7 @@ class BoxEventOf(Generic[NameT, DataT]):
     """One event: its place in the box's order (from 1), its name and its data.
 
     ``wire`` holds the event's encoding once a transport has made it
-    (`beebox_impl.http.events.encode_event`): every stream then sends the same bytes,
+    (`beebox_impl.http.sse.encode_event`): every stream then sends the same bytes,
     where each used to encode its own copy of a message (30 MB a stream for a 10 MB
     message)."""
 

@@ -1,6 +1,6 @@
 """`GET /api/events`: the box's event stream as Server-Sent Events.
 
-Each `beebox_impl.services.events.BoxEvent` is written as::
+Each `beebox_impl.services.box_events.BoxEvent` is written as::
 
     id: <seq>
     event: <name>
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import anyio
 
 from beebox_impl.http.routes import Exchange
-from beebox_impl.services.events import BoxEvent
-from beebox_impl.session.events import EventSubscription
+from beebox_impl.services.box_events import BoxEvent
+from beebox_impl.session.chat_events import EventSubscription
 
 __all__ = ["encode_event", "stream_events"]
 
