@@ -12,8 +12,7 @@ not taken, which is what "closing a run ends its stream at once" needs.
 One consumer (the run's message stream) waits in `get`; any task may `put` and
 `close` without waiting. The wake-up is made on each wait, of the kind the running
 loop answers cheapest (asked once, on the first wait, so a mailbox can be built
-outside an event loop): the waiting task parked by hand on trio (`trio_wakeup`),
-a bare future on asyncio.
+outside an event loop): a bare future on asyncio, `anyio.Event` elsewhere.
 
 `PullIterator` is what a run's ``messages()`` returns: an async iterator that asks
 the run for each next message, and, from a source that can tell, hands over the
@@ -56,9 +55,10 @@ class _FutureWakeup:
 
     What `anyio.Event` comes down to on asyncio, without its two layers (anyio's
     wrapper and `asyncio.Event`'s waiter list): a session's turn waits on two of
-    these, and the layers were about a tenth of its time (82.8 → 73.9 µs a turn in
-    `bench/sessions.py`'s loop). A cancelled waiter cancels the future; a later
-    `set` sees it done.
+    these, and without the future a turn of `bench/sessions.py`'s loop took 33 µs
+    instead of 27 (2.95× the bare loop against 2.5×, the target ≤ 3×: kept for the
+    target's margin, 12-05). A cancelled waiter cancels the future; a later `set`
+    sees it done.
     """
 
     __slots__ = ("_future",)
@@ -75,16 +75,12 @@ class _FutureWakeup:
 
 
 def _wakeup_factory() -> Callable[[], _Wakeup]:
-    # The running loop's cheapest wake-up, asked once per mailbox: the waiting task
-    # parked by hand on trio, a bare future on asyncio.
-    library = sniffio.current_async_library()
-    if library == "asyncio":
+    # Asked once per mailbox. On trio, `anyio.Event`: a task parked by hand with
+    # trio's low-level API made a turn of `bench/sessions.py`'s loop 33 µs instead
+    # of 37 (2.3× against 2.7× the bare loop, the target ≤ 3×), microseconds in a
+    # turn that takes milliseconds at the least, so it went (12-05, issue 36).
+    if sniffio.current_async_library() == "asyncio":
         return _FutureWakeup
-    if library == "trio":
-        # Imported only where trio runs: it is not a dependency of the box.
-        from beebox_impl.engine.trio_wakeup import TrioWakeup  # noqa: PLC0415
-
-        return TrioWakeup
     return anyio.Event
 
 
