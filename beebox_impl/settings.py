@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from beebox_impl.atomic import write_atomic
-from beebox_impl.engine.claude_permissions import (
+from beebox_impl.engine.permission_modes import (
     PERMISSION_MODES,
     InvalidPermissionMode,
     PermissionMode,
     permission_mode,
 )
 from beebox_spec.errors import BeeboxError
-from beebox_spec.permissions import DEFAULT_TIMEOUT
+from beebox_spec.permission_timeout import DEFAULT_TIMEOUT
 from beebox_spec.transcript import PHOTO_MODES, PhotoMode
 
 __all__ = [

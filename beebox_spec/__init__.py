@@ -22,21 +22,22 @@ against this list):
 4. `lifecycle` — the five phases and the ONE table of legal transitions; busy/running
 5. `sdk_messages` — the SDK message union and the one shared `adapt_sdk_message`
 6. `run_protocol` — what a session and the engine running its run say to each other
-7. `permissions` — a tool call waiting for a person's answer, and what ends it
-8. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
-9. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
-10. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
-11. `reconcile` — a send's attribution, the acceptance record read back, the client's join
-12. `transcript` — the guarded line reader, oversize stubs, history entries and slices
-13. `review` — chat review: the pass, and the conventions its modules share
-14. `review.snippets` — the first user message reduced to a title
-15. `review.turns` — which transcript lines are turns the person took
-16. `review.leak_scan` — the credential shapes, the scan and the redaction
-17. `review.rendering` — what the reviewer reads of a span, and the elision
-18. `review.reviewer` — the reviewer's prompts and the schema of its output
-19. `review.husk` — title ownership and the one write to the husk card
-20. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
-21. `review.qualification` — the discovery gates and the order sessions are reviewed in
-22. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
-23. `__main__` — ``python -m beebox_spec``
+7. `permission_timeout` — how long a permission request may wait before it is denied
+8. `permissions` — a tool call waiting for a person's answer, and what ends it
+9. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
+10. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
+11. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
+12. `reconcile` — a send's attribution, the acceptance record read back, the client's join
+13. `transcript` — the guarded line reader, oversize stubs, history entries and slices
+14. `review` — chat review: the pass, and the conventions its modules share
+15. `review.snippets` — the first user message reduced to a title
+16. `review.turns` — which transcript lines are turns the person took
+17. `review.leak_scan` — the credential shapes, the scan and the redaction
+18. `review.rendering` — what the reviewer reads of a span, and the elision
+19. `review.reviewer` — the reviewer's prompts and the schema of its output
+20. `review.husk` — title ownership and the one write to the husk card
+21. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
+22. `review.qualification` — the discovery gates and the order sessions are reviewed in
+23. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
+24. `__main__` — ``python -m beebox_spec``
 """

@@ -29,9 +29,9 @@ the decision the run was given, if any):
    that is not pending is refused with `PermissionNotPending`; the box tells an id
    it never saw from one already ended by its record.
 3. **Timed out** (`time_out`). A request still pending `DEFAULT_TIMEOUT` (a box
-   setting) after its ask is denied with `TIMED_OUT_MESSAGE`. The clock is the
-   implementation's; here the expiry is an event. A request already ended is not
-   timed out twice.
+   setting, stated in `permission_timeout`) after its ask is denied with
+   `TIMED_OUT_MESSAGE`. The clock is the implementation's; here the expiry is an
+   event. A request already ended is not timed out twice.
 4. **Stopped** (`deny_run`). Stop, reset and restart (the whole-box chat) and a
    park or stop (a thread session) deny every pending request of the run with
    `STOPPED_MESSAGE`, before the run is closed, so the run ends its turn on an
@@ -54,11 +54,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import ClassVar, Final, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import InvariantError, Rejection
+from beebox_spec.permission_timeout import DEFAULT_TIMEOUT
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -94,8 +94,6 @@ __all__ = [
     "withdraw",
 ]
 
-# How long a request may wait for an answer before it is denied (a box setting).
-DEFAULT_TIMEOUT: Final = timedelta(minutes=10)
 # What the model reads when a request is denied without a message of the person's.
 DENIED_MESSAGE: Final = "The person using the box denied this tool call."
 # What the model reads when nobody answered in time.

@@ -85,8 +85,8 @@ import anyio
 from anyio.lowlevel import checkpoint
 
 from beebox_impl.engine.claude_permissions import can_use_tool_for, split_allowed_tools
-from beebox_impl.engine.claude_permissions import permission_mode as permission_mode_of
 from beebox_impl.engine.mailbox import PullIterator
+from beebox_impl.engine.permission_modes import permission_mode as permission_mode_of
 from beebox_impl.engine.protocol import EngineStartError, StartOptions, TurnContent
 from beebox_impl.transcript.location import (
     InvalidSessionId,

@@ -30,19 +30,23 @@ entries are not passed to the CLI while the box answers its prompts
 anyone, which is what the entry meant. In ``bypassPermissions`` nothing is ever
 asked, and no callback is given.
 
-The modes (`PERMISSION_MODES`) are Claude Code's own: ``default`` asks before
-edits and commands, ``acceptEdits`` allows edits inside the box, ``plan`` lets
-it only read and plan, ``dontAsk`` denies what it would ask about,
-``bypassPermissions`` asks about nothing, ``auto`` lets a classifier decide.
+The modes themselves are Claude Code's own, in
+`beebox_impl.engine.permission_modes`, which a light command can import alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
+# Offered here too while `beebox_impl.cli_box` and `beebox_impl`'s public names
+# still import them from this module; their home is `permission_modes`.
+from beebox_impl.engine.permission_modes import (
+    PERMISSION_MODES,
+    InvalidPermissionMode,
+    PermissionMode,
+)
 from beebox_spec.entries import JsonObject
-from beebox_spec.errors import BeeboxError
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,
     PermissionReply,
@@ -59,33 +63,14 @@ __all__ = [
     "InvalidPermissionMode",
     "PermissionMode",
     "can_use_tool_for",
-    "permission_mode",
     "permission_request_from_sdk",
     "sdk_permission_result",
     "split_allowed_tools",
     "whole_tool",
 ]
 
-PermissionMode: TypeAlias = Literal[
-    "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"
-]
-PERMISSION_MODES: Final[tuple[PermissionMode, ...]] = get_args(PermissionMode)
-
 # The SDK's callback: the tool's name, its input, the context; the result object.
 CanUseTool: TypeAlias = Callable[[str, dict[str, Any], Any], Awaitable[Any]]
-
-
-class InvalidPermissionMode(BeeboxError, ValueError):
-    """A permission mode Claude Code does not have."""
-
-
-def permission_mode(value: str) -> PermissionMode:
-    """``value`` as a mode, or `InvalidPermissionMode` naming the ones there are."""
-    if value not in PERMISSION_MODES:
-        raise InvalidPermissionMode(
-            f"unknown permission mode {value!r}: one of {', '.join(PERMISSION_MODES)}"
-        )
-    return value
 
 
 def whole_tool(entry: str) -> str | None:

@@ -13,14 +13,13 @@ from claude_agent_sdk.types import PermissionRuleValue
 
 from beebox_impl.engine import ClaudeEngine, StartOptions
 from beebox_impl.engine.claude_permissions import (
-    InvalidPermissionMode,
     can_use_tool_for,
-    permission_mode,
     permission_request_from_sdk,
     sdk_permission_result,
     split_allowed_tools,
     whole_tool,
 )
+from beebox_impl.engine.permission_modes import InvalidPermissionMode, permission_mode
 from beebox_spec.permissions import STOPPED_MESSAGE, PermissionReply, PermissionRequest
 
 pytestmark = pytest.mark.anyio
