@@ -64,6 +64,9 @@ class SessionContentBlock(TypedDict, total=False):
     # On a `tool_use` block whose result said `is_error: true` (transcript rule 5)
     # (ours, `docs/spec-decisions.md#tool-results-on-calls`).
     isError: bool
+    # On a `tool_use` block whose result names the sub-agent the call started
+    # (transcript rule 5) (ours, `docs/spec-decisions.md#sub-agent-work`).
+    agentId: str
     mediaType: str
     dataBase64: str
     imageUrl: str
@@ -79,6 +82,9 @@ class SessionEntry(TypedDict):
     content: list[SessionContentBlock]
     user: NotRequired[str]
     userEmail: NotRequired[str]
+    # True on a sub-agent's turn, never false (transcript rule 4)
+    # (ours, `docs/spec-decisions.md#sub-agent-work`).
+    sidechain: NotRequired[bool]
 
 
 class PendingMessage(SessionEntry):

@@ -72,6 +72,22 @@ The history read, top to bottom:
    turn is kept (ours, `docs/spec-decisions.md#image-only-turns-kept`); beyond the
    stub's drop rules (§1.1), this rule is an inference, settled in
    `docs/spec-decisions.md#transcript-entries`.
+
+   **Sub-agent work** (`is_sidechain_record`)
+   (ours, `docs/spec-decisions.md#sub-agent-work`). A Task or Agent call starts a
+   sub-agent, whose turns Claude Code writes with `isSidechain: true`: in a file of
+   their own beside the session's (2.x, every line also naming its `agentId`), or,
+   up to 1.0.x, between the session's own lines. Such a turn is neither the
+   person's nor the agent's reply, so its entry says so, and a reader groups it
+   under the call that started it. Which turns are kept does not change:
+
+   | the line                                                     | its entry            |
+   |--------------------------------------------------------------|----------------------|
+   | a turn whose `isSidechain` is the JSON `true`                | `sidechain: true`    |
+   | an oversize turn whose head shows `"isSidechain":true`       | `sidechain: true`    |
+   | any other turn (`isSidechain` false, absent, or not `true`)  | no `sidechain` key   |
+
+   The stub's reading is textual, as its `isMeta` reading is (rule 3).
 5. **Tool results ride on their calls** (`attach_tool_result`). The CLI writes a
    tool's result as a user turn of its own after the call — `tool_result` blocks
    naming the call's `tool_use_id` — and rule 4 drops that turn as plumbing, so
@@ -81,12 +97,15 @@ The history read, top to bottom:
    `tool_use` block with that id among the entries before it (a later block with
    an id shadows an earlier one), unless that block is answered already. That
    block gets `resultSummary` (the result's summary, §1.3's
-   `summarize_tool_result`) and `isError: true` when the result says `is_error:
-   true`. A call is answered once; a result whose call is not there to answer
-   (answered already, shadowed, never written, an empty id, or in an oversize
-   line, whose stub has no blocks) attaches nowhere, and an oversize line is
-   never parsed, so a result in one attaches nothing either
-   (ours, `docs/spec-decisions.md#tool-results-on-calls`).
+   `summarize_tool_result`), `isError: true` when the result says `is_error:
+   true`, and `agentId` when the result names the sub-agent the call started: the
+   record holds this one `tool_result` block and its `toolUseResult.agentId` is a
+   string of the id grammar (`SAFE_ID_RE`), which names the sub-agent's own
+   transcript (ours, `docs/spec-decisions.md#sub-agent-work`). A call is answered
+   once; a result whose call is not there to answer (answered already, shadowed,
+   never written, an empty id, or in an oversize line, whose stub has no blocks)
+   attaches nowhere, and an oversize line is never parsed, so a result in one
+   attaches nothing either (ours, `docs/spec-decisions.md#tool-results-on-calls`).
    The content is `transform_content`'d with the line's identity
    `{sessionId, entryUuid}` when the line was stripped and None otherwise, so only
    stripped images get references. `uuid` and `timestamp` read as
@@ -106,7 +125,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Final, Literal, TypeAlias, TypedDict
+from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from beebox_spec.entries import (
     MAX_SESSION_ENTRIES,
@@ -124,6 +143,7 @@ from beebox_spec.js_values import (
     utf16_prefix,
 )
 from beebox_spec.media import (
+    SAFE_ID_RE,
     MediaEntryRef,
     strip_inline_media,
     summarize_tool_result,
@@ -151,6 +171,7 @@ __all__ = [
     "history_tail",
     "is_oversize_line",
     "is_plumbing_message",
+    "is_sidechain_record",
     "oversize_entry",
     "oversize_entry_from_head",
     "read_transcript_lines",
@@ -302,13 +323,17 @@ def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> Se
         return None
     kilobytes = (utf8_bytes + 512) // 1024  # Math.round(bytes / 1024), halves up
     sniffed_uuid = _sniff_string(head, _SNIFF_UUID_RE)
-    return {
+    stub: SessionEntry = {
         "uuid": sniffed_uuid if sniffed_uuid != "" else f"oversize-{line_number}",
         # An unattributed stub is the assistant's: a false "user" would count as one.
         "type": "user" if envelope == "user" else "assistant",
         "timestamp": _sniff_string(head, _SNIFF_TIMESTAMP_RE),
         "content": [{"type": "text", "text": f"[message too large to display: ~{kilobytes} KB]"}],
     }
+    # A sub-agent's turn stays one, however big (rule 4's table).
+    if '"isSidechain":true' in head:
+        stub["sidechain"] = True
+    return stub
 
 
 def sniff_top_level_keys(head: str) -> list[tuple[str, str | None]]:
@@ -437,6 +462,7 @@ class ToolResult(TypedDict):
     toolUseId: str
     resultSummary: str
     isError: bool
+    agentId: NotRequired[str]
 
 
 def tool_results_of_record(record: JsonObject) -> list[ToolResult]:
@@ -462,7 +488,20 @@ def tool_results_of_record(record: JsonObject) -> list[ToolResult]:
                 "isError": block.get("is_error") is True,
             }
         )
+    agent_id = _sub_agent_id(record)
+    # The line's `toolUseResult` is one tool's: it names the sub-agent of its only result.
+    if agent_id is not None and len(results) == 1:
+        results[0]["agentId"] = agent_id
     return results
+
+
+def _sub_agent_id(record: JsonObject) -> str | None:
+    # `toolUseResult.agentId`, when it is an id that can name a transcript.
+    tool_use_result = record.get("toolUseResult")
+    agent_id = tool_use_result.get("agentId") if isinstance(tool_use_result, dict) else None
+    if isinstance(agent_id, str) and SAFE_ID_RE.fullmatch(agent_id) is not None:
+        return agent_id
+    return None
 
 
 def attach_tool_result(call: SessionContentBlock, result: ToolResult) -> None:
@@ -471,6 +510,9 @@ def attach_tool_result(call: SessionContentBlock, result: ToolResult) -> None:
     # Only a failed result says so; a block carries no `isError: false`.
     if result["isError"]:
         call["isError"] = True
+    # Only a call that started a sub-agent names one.
+    if "agentId" in result:
+        call["agentId"] = result["agentId"]
 
 
 def entry_from_record(record: JsonObject, media_session_id: str | None) -> SessionEntry | None:
@@ -503,12 +545,19 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
         # An assistant turn with no blocks at all shows nothing.
         if not content:
             return None
-        return {"uuid": uuid, "type": "assistant", "timestamp": timestamp, "content": content}
+        reply: SessionEntry = {
+            "uuid": uuid,
+            "type": "assistant",
+            "timestamp": timestamp,
+            "content": content,
+        }
+        return _marked_sidechain(reply, record)
     # Nothing a person put there — no real text, no photo: plumbing or blank
     # (ours, `docs/spec-decisions.md#image-only-turns-kept`).
     if not any(_shows_something(block) for block in content):
         return None
     entry: SessionEntry = {"uuid": uuid, "type": "user", "timestamp": timestamp, "content": content}
+    _marked_sidechain(entry, record)
     user = user_identity(content, "user")
     # The sender's name rides along only when the typed tag names one.
     if user is not None:
@@ -517,6 +566,18 @@ def entry_from_record(record: JsonObject, media_session_id: str | None) -> Sessi
     # Likewise the sender's email.
     if user_email is not None:
         entry["userEmail"] = user_email
+    return entry
+
+
+def is_sidechain_record(record: JsonObject) -> bool:
+    """A sub-agent's turn: its `isSidechain` is the JSON `true` (rule 4's table)."""
+    return record.get("isSidechain") is True
+
+
+def _marked_sidechain(entry: SessionEntry, record: JsonObject) -> SessionEntry:
+    # Rule 4's table: a sub-agent's entry says so; any other carries no key.
+    if is_sidechain_record(record):
+        entry["sidechain"] = True
     return entry
 
 

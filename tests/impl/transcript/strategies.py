@@ -190,7 +190,11 @@ def records(draw: st.DrawFn) -> JsonObject:
             ]
         )
     )
-    envelope: JsonObject = {"parentUuid": parent, "isSidechain": False}
+    # A sub-agent's turn now and then (transcript rule 4's sidechain mark).
+    envelope: JsonObject = {
+        "parentUuid": parent,
+        "isSidechain": draw(st.sampled_from([False, False, False, True])),
+    }
     if kind in ("user", "meta"):
         content: JsonValue = (
             draw(texts())
@@ -241,7 +245,12 @@ def records(draw: st.DrawFn) -> JsonObject:
             "message": {"role": "user", "content": list[JsonValue](results)},
             "uuid": uuid,
             "timestamp": TIMESTAMP,
-            "toolUseResult": {"type": "image", "file": {"base64": draw(payloads())}},
+            "toolUseResult": {
+                "type": "image",
+                "file": {"base64": draw(payloads())},
+                # The sub-agent a Task call started, named by its result (rule 5).
+                "agentId": draw(st.sampled_from(["a2898e3", "../x", 7, None])),
+            },
         }
     if kind == "progress":
         # A progress line carrying a copy of another message, its uuid nested.
@@ -292,6 +301,8 @@ def oversize_records(draw: st.DrawFn) -> JsonObject:
     }
     if draw(st.integers(0, 4)) == 0:
         record["isMeta"] = True
+    if draw(st.integers(0, 3)) == 0:
+        record["isSidechain"] = True
     return _ordered(draw, record)
 
 
