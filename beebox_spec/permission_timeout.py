@@ -1,11 +1,11 @@
 """How long a permission request may wait for an answer before it is denied.
 
-This rule is ours, as the requests are (`permissions`,
-`docs/spec-decisions.md#permission-requests`; the original refused a tool call
-that needed approval, `docs/design.md#design-5-permissions` (§5)): a request
-still pending `DEFAULT_TIMEOUT` after its ask is denied (`permissions` rule 3).
-It is a box setting (``permissions.timeout_minutes``): this is the wait when the
-box's settings say nothing.
+A request still pending `DEFAULT_TIMEOUT` after its ask is denied (`permissions`
+rule 3). Like the requests, the rule is new here
+(ours, `docs/spec-decisions.md#permission-requests`): the original refused a
+tool call that needed approval (`docs/design.md#design-5-permissions` (§5)). The
+wait is a box setting (``permissions.timeout_minutes``); this is the wait when
+the box's settings say nothing.
 
 It has a module of its own, stated before `permissions`, so that reading a box's
 settings (which every `bbx chat history` does) does not build the requests' rules.
