@@ -1,8 +1,8 @@
-"""``python -m beebox_impl``: the ``bbx`` command line (`beebox_impl.script`)."""
+"""``python -m beebox_impl``: the ``bbx`` command line (`beebox_impl.cli.main`)."""
 
 import sys
 
-from beebox_impl.script import main
+from beebox_impl.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

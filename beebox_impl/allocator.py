@@ -16,9 +16,11 @@ threshold (the free space a heap's top may keep) to twice the mmap threshold, as
 it does when it moves that one: left at 128 KiB, every 256 KiB read buffer freed
 at a heap's top is handed back and the next one faulted in again, page by page (a
 transcript's first read took ~30% longer, with 17 times the page faults). So the
-trim threshold is set to `TRIM_THRESHOLD_BYTES`, glibc's own pairing. Measured
-with `bench/load.py` (64 clients, 256 KiB photos, 90 s, each setting one run,
-`docs/reliability.md`): see the load table.
+trim threshold is set to `TRIM_THRESHOLD_BYTES`, glibc's own pairing. What it
+buys, measured with `bench/load.py` (64 clients, 256 KiB photos, 310 s, one run
+each, `docs/reliability-diary.md`): the served box's RSS once warm held at 98 MiB,
+against 145–157 MiB untuned, at the same throughput (182.5 against 181 requests a
+second) — a third of the memory a person sees the box take.
 
 Every thread also keeps a cache of its own freed small chunks (glibc's tcache: up
 to seven a size, for sizes up to 1 KiB, about 0.2 MiB a thread when full), handed
@@ -29,11 +31,12 @@ about a mebibyte a minute under 64 clients and their 64 event streams, and the
 climb stopped with the caches off (`bench/load.py`, no photos, 10 minutes each,
 back to back: +0.97 MiB a minute and a level 11.0% up with them, +0.25 MiB a
 minute and +1.8% without, the chat index's 0.09 MiB a minute included; 105 and 113
-requests a second). The caches can only be set as glibc starts, from the
-environment (``GLIBC_TUNABLES``), so `restart_for_serving` executes the process
-again, same pid and arguments, with `PER_THREAD_CACHE_TUNABLE` added
-(`serving_environment`); the restarted process puts ``GLIBC_TUNABLES`` back as the
-person had it, so the processes it starts (the Claude CLI) inherit their own.
+requests a second). The caches can be set only as glibc starts, from the
+environment, so turning them off is a deployment setting
+(``GLIBC_TUNABLES=glibc.malloc.tcache_count=0``, `docs/http.md`), not something
+`bbx serve` does: it once executed itself again to set it, which surprised whoever
+embedded or debugged it and cost 0.08 s of every start, for at most 0.2 MiB a
+long-lived connection (dropped 12-05, issue 36).
 
 Memory freed in the middle of a heap stays in the process: a heap shrinks only from
 its top, and photo-sized buffers (a 256 KiB photo is a 341 KiB base64 string, its
@@ -49,13 +52,10 @@ RSS's slope (+0.09 against +0.18 MiB a minute; one pair of runs); the rise itsel
 was the index shelf's bursts of objects, since fixed (`docs/reliability.md`).
 
 It is for the process that owns its allocator: `bbx serve` calls both before any
-thread starts (the restart only when it was started as the ``bbx`` command, as the
-first thing the script does, `beebox_impl.script`; never from inside a host's own
-call of `beebox_impl.cli.main`). A host embedding the box
-keeps its own settings; a setting the person already made through glibc's
-environment (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
-``MALLOC_ARENA_MAX``, ``glibc.malloc.tcache_count`` in ``GLIBC_TUNABLES``) is left as
-they made it. Elsewhere (musl, macOS, Windows) they do nothing.
+thread starts. A host embedding the box keeps its own settings; a setting the
+person already made through glibc's environment (``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_ARENA_MAX``) is left as they made it.
+Elsewhere (musl, macOS, Windows) they do nothing.
 """
 
 from __future__ import annotations
@@ -65,23 +65,18 @@ import functools
 import logging
 import os
 import platform
-import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
     "ARENA_MAX",
     "MMAP_THRESHOLD_BYTES",
-    "PER_THREAD_CACHE_TUNABLE",
     "TRIM_EVERY_SECONDS",
     "TRIM_THRESHOLD_BYTES",
     "AllocatorTuning",
     "HeapReading",
     "can_trim_heap",
     "read_heap",
-    "restart_for_serving",
-    "serving_environment",
     "trim_free_heap",
     "tune_allocator_for_serving",
 ]
@@ -97,13 +92,6 @@ ARENA_MAX: Final = 2
 
 # How often `bbx serve` hands the heaps' free pages back (module doc).
 TRIM_EVERY_SECONDS: Final = 10.0
-
-# No per-thread caches of freed chunks (module doc): glibc's tunable, read at its start.
-PER_THREAD_CACHE_TUNABLE: Final = "glibc.malloc.tcache_count=0"
-_TUNABLES: Final = "GLIBC_TUNABLES"
-# Set only in the restarted process: the person's own GLIBC_TUNABLES ("" when unset),
-# to put back once glibc has read ours.
-_PERSONS_TUNABLES: Final = "BBX_SERVE_PERSONS_GLIBC_TUNABLES"
 
 # `mallopt` parameters (glibc's malloc.h).
 _M_TRIM_THRESHOLD: Final = -1
@@ -218,52 +206,3 @@ def trim_free_heap() -> bool:
 
 def _is_glibc() -> bool:
     return platform.libc_ver()[0] == "glibc"
-
-
-def serving_environment(
-    environ: Mapping[str, str], *, glibc: bool | None = None
-) -> dict[str, str] | None:
-    """``environ`` with glibc's per-thread caches off, to start a serving process in.
-
-    `PER_THREAD_CACHE_TUNABLE` is added to the tunables ``environ`` already names
-    (colon-separated, as glibc reads them), and the person's own value is kept aside
-    for `restart_for_serving` to put back. None when there is nothing to add: not
-    glibc (``glibc`` overrides the check, for tests), or ``glibc.malloc.tcache_count``
-    is already set there.
-    """
-    if not (_is_glibc() if glibc is None else glibc):
-        return None
-    persons = environ.get(_TUNABLES, "")
-    named = {setting.partition("=")[0] for setting in persons.split(":")}
-    if PER_THREAD_CACHE_TUNABLE.partition("=")[0] in named:
-        return None
-    tunables = f"{persons}:{PER_THREAD_CACHE_TUNABLE}" if persons else PER_THREAD_CACHE_TUNABLE
-    return {**environ, _TUNABLES: tunables, _PERSONS_TUNABLES: persons}
-
-
-def restart_for_serving() -> None:
-    """Execute this process again in `serving_environment`, or return.
-
-    Never returns when it restarts: the same pid runs ``sys.orig_argv`` again
-    from the start. Returns at once when there is nothing to change, and in the
-    restarted process, after putting ``GLIBC_TUNABLES`` back as the person had it
-    (glibc has read it by then). A refused restart is logged and serving goes on
-    with the caches on. Call it before any thread starts, and only in a process
-    started to serve (it replaces the whole program).
-    """
-    if _PERSONS_TUNABLES in os.environ:
-        persons = os.environ.pop(_PERSONS_TUNABLES)
-        if persons:
-            os.environ[_TUNABLES] = persons
-        else:
-            os.environ.pop(_TUNABLES, None)
-        return
-    environment = serving_environment(os.environ)
-    if environment is None or not sys.executable:
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execve(sys.executable, sys.orig_argv, environment)
-    except OSError as error:
-        _log.warning("serving with glibc's per-thread caches on: restart refused: %s", error)

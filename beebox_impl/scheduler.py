@@ -9,7 +9,7 @@ read with the review's card reader (`beebox_impl.review.cards`), fields:
 ``cron``     five-field cron expression, in UTC (`cronsim`)
 ``enabled``  only ``true`` runs; box-owned, so a template re-sync keeps it
 ``runs``     the command line, split like a shell would (no shell runs it);
-             a leading ``bbx`` is this beebox (``python -m beebox_impl.cli``)
+             a leading ``bbx`` is this beebox (``python -m beebox_impl``)
 ``lockGroup``  optional: at most one script of a group runs at a time
 ``notBefore``  optional, ``<n>h`` / ``<n>m``: at least that long between two
                runs of this card started by this scheduler
@@ -86,7 +86,7 @@ def script_command(runs: str) -> tuple[str, ...]:
     """The argv of a card's ``runs``; a leading ``bbx`` is this interpreter's beebox."""
     argv = tuple(shlex.split(runs))
     if argv and argv[0] == "bbx":
-        return (sys.executable, "-m", "beebox_impl.cli", *argv[1:])
+        return (sys.executable, "-m", "beebox_impl", *argv[1:])
     return argv
 
 

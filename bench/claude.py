@@ -93,7 +93,7 @@ if str(REPO) not in sys.path:
 
 from report import print_table  # noqa: E402 - after sys.path
 
-from beebox_impl.cli_box import parse_serving_line  # noqa: E402 - after sys.path
+from beebox_impl.cli.box import parse_serving_line  # noqa: E402 - after sys.path
 from tests.agent.claude_cli import (  # noqa: E402 - after sys.path
     OfflineClaude,
     claude_processes,

@@ -4,11 +4,11 @@
 the photos in flight and includes what the C allocator keeps. This asks the other
 question — does the box *hold* more Python objects as it serves? — where it can be
 answered: the box runs in this process (allocator set up as `bbx serve` sets it up,
-`beebox_impl.allocator`: run as a script, it starts itself again with glibc's
-per-thread caches off; it does not trim the heaps every few seconds, as `bbx serve`
-does, so their free space shows as it accrues), and the load clients of
-`bench/load.py` run in a child process, so nothing of theirs is counted. Every
-``--every`` seconds, after `gc.collect()`, it prints `sys.getallocatedblocks()`
+`beebox_impl.allocator`; start it with ``GLIBC_TUNABLES=glibc.malloc.tcache_count=0``
+to measure the deployment `docs/http.md` recommends; it does not trim the heaps
+every few seconds, as `bbx serve` does, so their free space shows as it accrues),
+and the load clients of `bench/load.py` run in a child process, so nothing of theirs
+is counted. Every ``--every`` seconds, after `gc.collect()`, it prints `sys.getallocatedblocks()`
 (every live object of Python's own allocator, containers or not), the number of
 objects the collector tracks, and RSS. The verdict compares the medians of the first
 and the last third of the samples (within `FLAT_GROWTH_PCT`, as `bench/load.py`
@@ -59,7 +59,7 @@ from pathlib import Path
 import anyio
 import load
 
-from beebox_impl.allocator import read_heap, restart_for_serving, tune_allocator_for_serving
+from beebox_impl.allocator import read_heap, tune_allocator_for_serving
 from beebox_impl.box import Box
 from beebox_impl.http import serve_box
 
@@ -393,5 +393,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    restart_for_serving()
     raise SystemExit(main())

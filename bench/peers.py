@@ -295,9 +295,9 @@ def first_answer_seconds(box: Path, environment: dict[str, str], cwd: Path) -> f
 
 
 def parse_serving_line(line: str) -> tuple[str, str]:
-    """The base URL and token `bbx serve` prints (`beebox_impl.cli_box.parse_serving_line`)."""
+    """The base URL and token `bbx serve` prints (`beebox_impl.cli.box.parse_serving_line`)."""
     # Imported here: the box's modules, only for the one measure that serves.
-    from beebox_impl.cli_box import parse_serving_line as parse  # noqa: PLC0415
+    from beebox_impl.cli.box import parse_serving_line as parse  # noqa: PLC0415
 
     parsed = parse(line)
     if parsed is None:

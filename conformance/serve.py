@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from beebox_impl.box import init_box
-from beebox_impl.cli_box import parse_serving_line
+from beebox_impl.cli.box import parse_serving_line
 from beebox_impl.settings import settings_path
 from beebox_impl.transcript.location import transcript_path
 from beebox_spec.transcript import PhotoMode

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-# Offered here too while `beebox_impl.cli_box` and `beebox_impl`'s public names
+# Offered here too while `beebox_impl.cli.box` and `beebox_impl`'s public names
 # still import them from this module; their home is `permission_modes`.
 from beebox_impl.engine.permission_modes import (
     PERMISSION_MODES,

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from beebox_impl.cli import REVIEW_HELP
-from beebox_impl.cli_common import EXIT_FAILED, add_box_option, box_refusal, fail
+from beebox_impl.cli.common import EXIT_FAILED, add_box_option, box_refusal, fail
 from beebox_impl.review.discovery import box_transcript_locator
 from beebox_impl.review.lock import LockHeldError
 from beebox_impl.review.origin import local_origin

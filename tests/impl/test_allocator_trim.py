@@ -18,7 +18,8 @@ import sys
 import anyio
 import pytest
 
-from beebox_impl import allocator, cli_box
+from beebox_impl import allocator
+from beebox_impl.cli import box as cli_box
 from beebox_impl.cli import main
 
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from beebox_impl import cli_transcripts
 from beebox_impl.box import init_box
 from beebox_impl.cli import build_parser
 from beebox_impl.cli import main as bbx
+from beebox_impl.cli import transcripts as cli_transcripts
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV, transcript_path
 
 SESSION = "7f0c3e52-2a51-4d4b-9b0e-0d8f6f1c2a10"

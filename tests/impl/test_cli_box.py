@@ -18,7 +18,7 @@ import pytest
 
 from beebox_impl.box import init_box
 from beebox_impl.cli import main as bbx
-from beebox_impl.cli_box import serve_file_path
+from beebox_impl.cli.box import serve_file_path
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV
 from tests.impl.http.support import read_address, start_serve, stop_serve
 

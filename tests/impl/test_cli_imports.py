@@ -1,18 +1,17 @@
 """Light `bbx` commands import what they use, in the one interpreter they start in.
 
 ``bbx --help``, ``bbx phases``, ``bbx chat history`` and ``bbx chat media`` are run
-as the ``bbx`` script runs them (`beebox_impl.script.main`), each in a child
+as the ``bbx`` script runs them (`beebox_impl.cli.main`), each in a child
 process that then reports what is in `sys.modules`: none of the box, its HTTP
 server, sessions, services, stores, engines, the review, YAML, ``urllib.request``
 or an event loop. The child refuses to execute a program: a light command never
-restarts its interpreter (only `bbx serve` does, for glibc's allocator).
+restarts its interpreter.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +32,8 @@ from tests.impl.test_cli import PHOTO, SESSION, write_chat
 # What no light command may load: the module, or anything under it.
 NEVER_LOADED = (
     "beebox_impl.box",
-    "beebox_impl.cli_box",
-    "beebox_impl.cli_sessions",
+    "beebox_impl.cli.box",
+    "beebox_impl.cli.sessions",
     "beebox_impl.http",
     "beebox_impl.session",
     "beebox_impl.services",
@@ -67,7 +66,7 @@ def refuse(*arguments):
 os.execv = os.execve = refuse
 report = sys.argv.pop(1)
 sys.argv[0] = "bbx"
-from beebox_impl.script import main
+from beebox_impl.cli import main
 try:
     code = main()
 except SystemExit as exit:
@@ -155,17 +154,3 @@ def test_help_and_phases_load_no_transcript_reader_nor_settings(
 ) -> None:
     ran = run_bbx(light_commands(box, tmp_path)[command], tmp_path)
     assert loaded_under(ran["modules"], ("beebox_impl.transcript", "beebox_impl.settings")) == []
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the restart is glibc's")
-def test_the_child_would_see_a_restart(tmp_path: Path) -> None:
-    # The control: `bbx serve` does execute itself again, and the child stops it.
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(tmp_path / "report.json"), "serve", "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"},
-        check=False,
-    )
-    assert (done.returncode, done.stderr) == (99, "bbx tried to execute a program\n")

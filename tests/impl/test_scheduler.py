@@ -58,7 +58,7 @@ def test_only_enabled_well_formed_cards_are_scripts(
     assert review.cron == "0 4 * * *"
     assert review.lock_group == "retro"
     assert review.not_before == timedelta(hours=20)
-    assert review.command == (sys.executable, "-m", "beebox_impl.cli", "chat", "review", "run")
+    assert review.command == (sys.executable, "-m", "beebox_impl", "chat", "review", "run")
     assert "bad-cron" in caplog.text
     assert "no-runs" in caplog.text
 
@@ -67,7 +67,7 @@ def test_a_command_line_is_split_without_a_shell() -> None:
     assert script_command("echo 'a b' c") == ("echo", "a b", "c")
     assert script_command("bbx chat review run --dry-run")[1:] == (
         "-m",
-        "beebox_impl.cli",
+        "beebox_impl",
         "chat",
         "review",
         "run",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from beebox_impl.cli import main as bbx
-from beebox_impl.cli_box import permission_mode_lines, serving_permissions
+from beebox_impl.cli.box import permission_mode_lines, serving_permissions
 from beebox_impl.settings import (
     SETTINGS_TEMPLATE,
     BoxSettings,

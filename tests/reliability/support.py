@@ -21,7 +21,7 @@ from pathlib import Path
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from beebox_impl.box import Box
-from beebox_impl.cli_box import parse_serving_line
+from beebox_impl.cli.box import parse_serving_line
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine

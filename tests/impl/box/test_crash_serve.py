@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 import pytest
 
-from beebox_impl.cli_box import parse_serving_line
+from beebox_impl.cli.box import parse_serving_line
 from beebox_impl.engine.scripted import ScriptedEngine
 from tests.impl.http.support import served_box
 
@@ -51,7 +51,7 @@ STALLED_SERVE = (
     sys.executable,
     "-c",
     "import sys\n"
-    "import beebox_impl.cli_box as cli_box\n"
+    "import beebox_impl.cli.box as cli_box\n"
     "from beebox_impl.cli import main\n"
     "from beebox_impl.engine.scripted import ScriptedEngine\n"
     "cli_box._engine = lambda name, permissions: ScriptedEngine(start_mode='wait')\n"

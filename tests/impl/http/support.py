@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 
 from beebox_impl.box import Box
-from beebox_impl.cli_box import parse_serving_line, serving_line
+from beebox_impl.cli.box import parse_serving_line, serving_line
 from beebox_impl.engine.echo import EchoEngine
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.http.server import HttpLimits, RunningServer, serve_box

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from beebox_impl.cli import main as bbx
-from beebox_impl.cli_box import serve_file_path
+from beebox_impl.cli.box import serve_file_path
 from conformance.__main__ import main as conformance_main
 from conformance.runner import count_kinds
 from tests.impl.http.support import PHOTO_BYTES, read_address, start_serve, stop_serve

@@ -4,13 +4,13 @@ Subcommands land with the parts of the box they drive:
 
 - ``bbx phases`` prints the chat run phase table, generated from the spec;
 - ``bbx chat sessions [--limit N] [--json]`` lists the box's chat sessions, newest
-  first: id, title, last activity, entries and photos (`beebox_impl.cli_sessions`);
+  first: id, title, last activity, entries and photos (`beebox_impl.cli.sessions`);
 - ``bbx chat history [SESSION] [--tail N | --page OFFSET LIMIT] [--json]`` reads a
   session's history from its transcript, photos as references (no SESSION: the
   box's current chat);
 - ``bbx chat media REF -o FILE`` writes the one photo a reference names;
 - ``bbx init``, ``bbx serve``, ``bbx chat send`` make, run and talk to a box
-  (`beebox_impl.cli_box`);
+  (`beebox_impl.cli.box`);
 - ``bbx chat review status|run`` reviews the box's chats into their husk cards
   (`beebox_impl.review.command`).
 
@@ -20,7 +20,7 @@ Claude Code's: `beebox_impl.transcript.location.transcript_roots`) and read in i
 photo mode (its settings file's, every photo by reference by default). Data goes
 to stdout. An error is one line on stderr starting ``bbx: `` (the box's own logged
 warnings too), never a traceback; exit 1 for what failed or is not there, 2 for a
-malformed request (`beebox_impl.cli_common`).
+malformed request (`beebox_impl.cli.common`).
 
 Each command imports what it uses, when it runs. The parser knows every command
 by its name and one-line help, and adds a command's options only once the command
@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from beebox_impl.cli_common import EXIT_FAILED, EXIT_USAGE, add_box_option, counted, fail
+from beebox_impl.cli.common import EXIT_FAILED, EXIT_USAGE, add_box_option, counted, fail
 
 __all__ = ["DEFAULT_TAIL", "REVIEW_HELP", "build_parser", "main"]
 
@@ -212,7 +212,7 @@ def _media_options(media: argparse.ArgumentParser) -> None:
 
 def _box_options(command: str, parser: argparse.ArgumentParser) -> None:
     # Imported once the command line names one of its commands: the whole box.
-    from beebox_impl.cli_box import add_box_options  # noqa: PLC0415
+    from beebox_impl.cli.box import add_box_options  # noqa: PLC0415
 
     add_box_options(command, parser)
 
@@ -224,16 +224,12 @@ def _review_options(review: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `bbx` with ``argv`` (None: this process's own command line).
-
-    The ``bbx`` script enters through `beebox_impl.script`, which restarts `bbx
-    serve` before the imports and passes its arguments here.
-    """
+    """Run `bbx` with ``argv`` (None: this process's own command line)."""
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
     with _warnings_said_as_bbx():
         try:
-            return _run(parser, args, owns_process=argv is None)
+            return _run(parser, args)
         except KeyboardInterrupt:
             return fail("interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:
@@ -271,7 +267,7 @@ def _warnings_said_as_bbx() -> Iterator[None]:
         package.removeHandler(handler)
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_process: bool) -> int:
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # Each branch imports the module that runs its command, and only that one.
     if args.command is None:
         parser.print_help()
@@ -282,23 +278,17 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, *, owns_proc
         sys.stdout.write(render_markdown() if args.markdown else render_text())
         return 0
     if args.command == "chat" and args.chat_command in ("history", "media", "sessions"):
-        from beebox_impl.cli_transcripts import run_transcript_command  # noqa: PLC0415
+        from beebox_impl.cli.transcripts import run_transcript_command  # noqa: PLC0415
 
         return run_transcript_command(args)
     if args.command == "chat" and args.chat_command == "review":
         from beebox_impl.review.command import run_review_command  # noqa: PLC0415
 
         return run_review_command(args)
-    from beebox_impl.cli_box import run_box_command  # noqa: PLC0415
+    from beebox_impl.cli.box import run_box_command  # noqa: PLC0415
 
-    # Without arguments this is the process's own command line (``python -m
-    # beebox_impl.cli``), which `bbx serve` may restart; a host's `main([...])` never.
-    handled = run_box_command(args, owns_process=owns_process)
+    handled = run_box_command(args)
     if handled is not None:
         return handled
     parser.print_help()
     return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -55,12 +55,11 @@ import anyio
 from beebox_impl.allocator import (
     TRIM_EVERY_SECONDS,
     can_trim_heap,
-    restart_for_serving,
     trim_free_heap,
     tune_allocator_for_serving,
 )
 from beebox_impl.box import Box, BoxPaths, init_box, read_token
-from beebox_impl.cli_common import (
+from beebox_impl.cli.common import (
     EXIT_FAILED,
     EXIT_USAGE,
     CommandRefused,
@@ -236,18 +235,12 @@ def _send_options(send: argparse.ArgumentParser) -> None:
     send.add_argument("--token", help="the box's token (default: the box's token file)")
 
 
-def run_box_command(args: argparse.Namespace, *, owns_process: bool = False) -> int | None:
-    """Run ``args`` if it is one of these commands; None when it is not.
-
-    ``owns_process``: the process was started as this command and not restarted
-    for it yet (``python -m beebox_impl.cli``), so `bbx serve` may restart it to set
-    glibc's allocator up (`beebox_impl.allocator.restart_for_serving`). The ``bbx``
-    script restarts before the imports (`beebox_impl.script`) and passes False.
-    """
+def run_box_command(args: argparse.Namespace) -> int | None:
+    """Run ``args`` if it is one of these commands; None when it is not."""
     if args.command == "init":
         return _init(args.dir)
     if args.command == "serve":
-        return _serve(args, owns_process=owns_process)
+        return _serve(args)
     if args.command == "chat" and args.chat_command == "send":
         return _chat_send(args)
     if args.command == "chat" and args.chat_command == "permissions":
@@ -516,7 +509,7 @@ async def _serve_open_box_until_signalled(
             background.cancel_scope.cancel()
 
 
-def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
+def _serve(args: argparse.Namespace) -> int:
     try:
         check_host(args.host, allow_remote=args.allow_remote)
     except RemoteBindRefused as error:
@@ -531,10 +524,7 @@ def _serve(args: argparse.Namespace, *, owns_process: bool) -> int:
             " asking; pass --dangerously-bypass-permissions as well if you mean it",
             EXIT_USAGE,
         )
-    # Before any thread starts: no per-thread caches that each connection's thread
-    # fills for as long as it lives, and the photo buffers out of the heaps.
-    if owns_process:
-        restart_for_serving()
+    # Before any thread starts: the photo buffers out of the heaps.
     tune_allocator_for_serving()
     failed = False
     try:

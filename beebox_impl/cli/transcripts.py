@@ -7,7 +7,7 @@ and read in its photo mode (its settings file's, every photo by reference by
 default), through the index shelf in its state folder, so the next command starts
 warm. ``history`` and ``media`` import the transcript reader and the settings, and
 nothing of the box that serves (`tests/impl/test_cli_imports.py`); ``sessions``
-also reads the page's husk cards (`beebox_impl.cli_sessions`).
+also reads the page's husk cards (`beebox_impl.cli.sessions`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from beebox_impl.cli import DEFAULT_TAIL
-from beebox_impl.cli_common import EXIT_FAILED, EXIT_USAGE, box_refusal, fail
+from beebox_impl.cli.common import EXIT_FAILED, EXIT_USAGE, box_refusal, fail
 from beebox_impl.layout import state_dir
 from beebox_impl.settings import InvalidBoxSettings, load_box_settings
 from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
@@ -72,7 +72,7 @@ def _transcript_of(box_root: Path) -> Callable[[str], Path]:
 
 def _chat_sessions(args: argparse.Namespace) -> int:
     # Imported here: the cards' YAML reader is not every command's.
-    from beebox_impl.cli_sessions import list_sessions, write_sessions  # noqa: PLC0415
+    from beebox_impl.cli.sessions import list_sessions, write_sessions  # noqa: PLC0415
 
     refusal = box_refusal(args.box)
     if refusal is not None:
@@ -97,7 +97,7 @@ def _chat_sessions(args: argparse.Namespace) -> int:
 
 def _current_session(box: Path) -> str | None:
     """The box's current chat session, or None having said why there is none."""
-    from beebox_impl.cli_sessions import current_session_id  # noqa: PLC0415
+    from beebox_impl.cli.sessions import current_session_id  # noqa: PLC0415
 
     refusal = box_refusal(box)
     if refusal is not None:
