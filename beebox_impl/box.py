@@ -612,15 +612,21 @@ class Box:
         self._check_open()
         return await self._history_service.history(session_id, window)
 
-    def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+    def read_history(
+        self, session_id: str, window: HistorySlice, *, agent: str | None = None
+    ) -> SessionHistory:
         """`history`, blocking, from any thread but the event loop's (`RuntimeError` there).
 
         For a host's own worker threads (the HTTP adapter's handlers): the read is
         file work and a thread-safe index cache, so it needs no hop through the loop.
+        With ``agent``, the slice is of that sub-agent's transcript (the work a Task or
+        Agent call of the session started, named by the call's `agentId`): raises
+        `InvalidAgentId` for an id that is not one, `SubAgentNotFound` when the
+        session has no such sub-agent.
         """
         self._check_open()
         _refuse_on_the_loop("read_history", "history")
-        return self._history_service.read_history(session_id, window)
+        return self._history_service.read_history(session_id, window, agent=agent)
 
     async def bootstrap(
         self,

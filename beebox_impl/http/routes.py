@@ -33,7 +33,7 @@ from beebox_impl.services.history import DEFAULT_HISTORY_TAIL, HistorySlice
 from beebox_impl.services.send import InvalidRequest, PhotosWaiting, SendFailed, parse_send_body
 from beebox_impl.store.permissions import MAX_LISTED
 from beebox_impl.transcript import MediaFound, PageSlice, TailSlice
-from beebox_impl.transcript.location import InvalidSessionId
+from beebox_impl.transcript.location import InvalidAgentId, InvalidSessionId
 from beebox_impl.web import INDEX, PAGE_HEADERS, read_asset
 from beebox_impl.web.sessions import list_chat_sessions
 from beebox_spec.entries import JsonObject, JsonValue
@@ -248,16 +248,20 @@ _HISTORY_QUERY: Final = ("session", "tail", "offset", "limit")
 
 
 def _history(exchange: Exchange) -> Reply:
-    values = _query_strict(exchange, _HISTORY_QUERY)
+    values = _query_strict(exchange, (*_HISTORY_QUERY, "agent"))
     window = _history_slice(values)
     session_id = values.get("session") or exchange.box.session_id
     if session_id is None:
         return error_reply(404, "No chat session yet")
+    agent = values.get("agent")
     try:
         # A file read: done in this handler thread, without a hop through the loop.
-        history = exchange.box.read_history(session_id, window)
+        history = exchange.box.read_history(session_id, window, agent=agent)
     except InvalidSessionId:
         raise InvalidRequest('"session" is not a session id') from None
+    except InvalidAgentId:
+        raise InvalidRequest('"agent" is not an agent id') from None
+    # A session without that sub-agent is `SubAgentNotFound`'s 404, said by the server.
     return JsonReply(200, history)
 
 
@@ -482,14 +486,22 @@ ROUTES: Final[tuple[Route, ...]] = (
         methods=("GET",),
         path="/api/chat/history",
         match="/api/chat/history",
-        summary="A slice of a session's history from its transcript (photos as references)",
+        summary="A slice of a session's history from its transcript (photos as references),"
+        " or of one of its sub-agents' transcripts",
         handler=_history,
         responses={
             200: "SessionHistory {sessionId, entries, total}",
-            400: "A bad slice or session id",
-            404: "No session asked for and the chat has none yet",
+            400: "A bad slice, session id or agent id",
+            404: "No session asked for and the chat has none yet; or no such sub-agent",
         },
-        query=_SLICE_QUERY,
+        query={
+            **_SLICE_QUERY,
+            "agent": (
+                "string",
+                "a sub-agent of the session, as a Task or Agent call's agentId names it:"
+                " its own transcript is read instead",
+            ),
+        },
     ),
     Route(
         operation_id="chatBootstrap",

@@ -16,6 +16,12 @@ second read of a long transcript costs what its slice costs. With the box's
 up to date after the turns end (reading only the bytes they appended), even the
 first read after a restart, or of a chat nobody has opened since it grew, costs what
 its slice costs: only a transcript the box has never seen is read whole.
+
+A sub-agent's history (``agent``: the work a Task or Agent call started, which
+Claude Code 2.x writes to a transcript of its own beside the session's) is read the
+same way, from the file `locate_sub_agent_transcript` finds; a session with no
+such sub-agent is `SubAgentNotFound`, not an empty history: the page asks for one
+only because a call named it.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Final
 
 import anyio
 import anyio.to_thread
@@ -49,10 +56,11 @@ from beebox_impl.transcript.lines import open_transcript
 from beebox_impl.transcript.location import (
     InvalidSessionId,
     encode_project_dir,
+    locate_sub_agent_transcript,
     locate_transcript_named,
 )
 from beebox_spec.entries import SessionHistory
-from beebox_spec.errors import InvalidArgument
+from beebox_spec.errors import InvalidArgument, Rejection
 from beebox_spec.media import MediaRef
 
 __all__ = [
@@ -61,6 +69,7 @@ __all__ = [
     "MAX_CONCURRENT_READS",
     "ChatHistoryService",
     "HistorySlice",
+    "SubAgentNotFound",
     "index_current",
     "keep_indexes_current",
 ]
@@ -75,6 +84,16 @@ INDEX_PASS_INTERVAL: Final = 0.05
 DEFAULT_HISTORY_TAIL = 50
 
 HistorySlice = TailSlice | PageSlice
+
+
+class SubAgentNotFound(Rejection):
+    """The session has no transcript for the sub-agent asked for."""
+
+    status_hint: ClassVar[int] = 404
+
+    @property
+    def public_message(self) -> str:
+        return "No such sub-agent"
 
 
 # How many transcript reads (history slices, photos, index passes) run at once.
@@ -133,16 +152,28 @@ class ChatHistoryService:
             self._encoded_box = encode_project_dir(self._box_root)
         return locate_transcript_named(self._encoded_box, session_id, self._projects_roots)
 
-    def read_history(self, session_id: str, window: HistorySlice) -> SessionHistory:
+    def read_history(
+        self, session_id: str, window: HistorySlice, *, agent: str | None = None
+    ) -> SessionHistory:
         """`history`, blocking: for a caller already in a worker thread."""
         path = self.transcript_path(session_id)
+        if agent is not None:
+            found = locate_sub_agent_transcript(path, agent)
+            if found is None:
+                raise SubAgentNotFound(f"session {session_id!r} has no sub-agent {agent!r}")
+            path = found
         with self._reading:
             return read_history(path, session_id, window, cache=self.cache)
 
-    async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
-        """The slice of ``session_id``'s history (empty when it has no readable transcript)."""
+    async def history(
+        self, session_id: str, window: HistorySlice, *, agent: str | None = None
+    ) -> SessionHistory:
+        """The slice of ``session_id``'s history (empty when it has no readable
+        transcript), or of its sub-agent ``agent``'s (`SubAgentNotFound` when it has
+        none: `InvalidAgentId` for an id that is not one)."""
         return await anyio.to_thread.run_sync(
-            self.read_history, session_id, window, limiter=self._loop_limiter()
+            partial(self.read_history, session_id, window, agent=agent),
+            limiter=self._loop_limiter(),
         )
 
     async def has_transcript(self, session_id: str) -> bool:

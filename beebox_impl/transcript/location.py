@@ -18,15 +18,23 @@ the SDKs both keep the first 200 characters and append ``-`` and a hash of the
 path, but not the same hash. So a long path is found by its 200-character prefix
 — the folder whose name starts with it — never by recomputing a hash.
 
+A sub-agent (the work a Task or Agent call starts) has a transcript of its own,
+beside the session's: ``<sessionId>/subagents/agent-<agentId>.jsonl``, or deeper
+under ``subagents`` (``subagents/workflows/<runId>/agent-<agentId>.jsonl``), as
+Claude Code 2.x files them (transcript-format §1). `locate_sub_agent_transcript`
+finds it there and nowhere else: the direct path first, then the first match in
+name order at most `MAX_SUB_AGENT_DEPTH` folders down, never through a link.
+
 The transcript is never ours to rewrite: this module only says where to read.
-A session id is checked against the media-reference id grammar first, so a
-hostile id can never name a path outside the projects folder.
+A session id, and an agent id, is checked against the media-reference id grammar
+first, so a hostile id can never name a path outside the projects folder.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,11 +46,14 @@ from beebox_spec.media import SAFE_ID_RE
 __all__ = [
     "CLAUDE_CONFIG_DIR_ENV",
     "MAX_ENCODED_LENGTH",
+    "MAX_SUB_AGENT_DEPTH",
     "PROJECTS_DIR_ENV",
+    "InvalidAgentId",
     "InvalidSessionId",
     "box_projects_root",
     "claude_projects_root",
     "encode_project_dir",
+    "locate_sub_agent_transcript",
     "locate_transcript",
     "locate_transcript_named",
     "project_dir",
@@ -61,8 +72,17 @@ MAX_ENCODED_LENGTH = 200
 _NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
 
 
+# How many folders below `<sessionId>/subagents` a sub-agent's transcript may sit
+# (Claude Code's workflows put it two down).
+MAX_SUB_AGENT_DEPTH = 4
+
+
 class InvalidSessionId(Rejection):
     """A session id that is not 1–64 ASCII letters, digits, ``_`` or ``-``."""
+
+
+class InvalidAgentId(Rejection):
+    """An agent id that is not 1–64 ASCII letters, digits, ``_`` or ``-``."""
 
 
 def projects_root(environ: Mapping[str, str], home: Path) -> Path:
@@ -167,3 +187,49 @@ def transcript_in(project: Path, session_id: str) -> Path:
     if SAFE_ID_RE.fullmatch(session_id) is None:
         raise InvalidSessionId(f"not a session id: {session_id!r}")
     return project / f"{session_id}.jsonl"
+
+
+def locate_sub_agent_transcript(session_transcript: Path, agent_id: str) -> Path | None:
+    """The transcript of sub-agent ``agent_id`` of the session whose transcript is
+    ``session_transcript``, or None when the session has no such sub-agent.
+
+    Raises `InvalidAgentId` when the id could name anything but one file name.
+    Blocking: it looks at the files.
+    """
+    # The id becomes part of a file name: only the reference grammar's safe characters.
+    if SAFE_ID_RE.fullmatch(agent_id) is None:
+        raise InvalidAgentId(f"not an agent id: {agent_id!r}")
+    name = f"agent-{agent_id}.jsonl"
+    session_folder = session_transcript.with_suffix("")
+    top = session_folder / "subagents"
+    # A link on the way would lead out of the projects folder.
+    if not _is_real_folder(session_folder) or not _is_real_folder(top):
+        return None
+    direct = top / name
+    if _is_regular_file(direct):
+        return direct
+    for folder, folders, files in os.walk(top, followlinks=False):
+        depth = len(Path(folder).relative_to(top).parts)
+        # Name order, so the same tree always answers the same file.
+        folders.sort()
+        if depth >= MAX_SUB_AGENT_DEPTH:
+            folders.clear()
+        if depth > 0 and name in files and _is_regular_file(Path(folder) / name):
+            return Path(folder) / name
+    return None
+
+
+def _is_real_folder(path: Path) -> bool:
+    # A folder itself, not a link to one.
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular_file(path: Path) -> bool:
+    # A file itself, not a link, a FIFO or a device.
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
