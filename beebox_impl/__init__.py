@@ -26,8 +26,8 @@ from beebox_impl.lazy import lazy_names
 if TYPE_CHECKING:
     from beebox_impl.box import Box, BoxPaths, init_box, is_box
     from beebox_impl.engine.claude import ClaudeEngine
-    from beebox_impl.engine.claude_permissions import InvalidPermissionMode
     from beebox_impl.engine.echo import EchoEngine
+    from beebox_impl.engine.permission_modes import InvalidPermissionMode
     from beebox_impl.engine.protocol import Engine, EngineStartError, StartOptions
     from beebox_impl.errors import (
         BoxClosed,
@@ -178,7 +178,7 @@ _HOMES: dict[str, str] = {
     "init_box": "beebox_impl.box",
     "is_box": "beebox_impl.box",
     "ClaudeEngine": "beebox_impl.engine.claude",
-    "InvalidPermissionMode": "beebox_impl.engine.claude_permissions",
+    "InvalidPermissionMode": "beebox_impl.engine.permission_modes",
     "EchoEngine": "beebox_impl.engine.echo",
     "Engine": "beebox_impl.engine.protocol",
     "EngineStartError": "beebox_impl.engine.protocol",

@@ -69,7 +69,7 @@ from beebox_impl.cli.common import (
     fail,
 )
 from beebox_impl.engine.bounded import DEFAULT_START_TIMEOUT, check_start_timeout
-from beebox_impl.engine.claude_permissions import PERMISSION_MODES, PermissionMode
+from beebox_impl.engine.permission_modes import PERMISSION_MODES, PermissionMode
 from beebox_impl.engine.protocol import Engine, PreparableEngine
 from beebox_impl.errors import BoxInUse, BoxStateError, NotABox
 from beebox_impl.http.server import (

@@ -39,13 +39,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-# Offered here too while `beebox_impl.cli.box` and `beebox_impl`'s public names
-# still import them from this module; their home is `permission_modes`.
-from beebox_impl.engine.permission_modes import (
-    PERMISSION_MODES,
-    InvalidPermissionMode,
-    PermissionMode,
-)
 from beebox_spec.entries import JsonObject
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,
@@ -59,9 +52,6 @@ if TYPE_CHECKING:
     from beebox_impl.engine.protocol import AskPermission
 
 __all__ = [
-    "PERMISSION_MODES",
-    "InvalidPermissionMode",
-    "PermissionMode",
     "can_use_tool_for",
     "permission_request_from_sdk",
     "sdk_permission_result",

@@ -47,13 +47,14 @@ NEVER_LOADED = (
     "http.server",
     "sqlite3",
     "claude_agent_sdk",
+    "beebox_impl.engine.claude_permissions",
+    "beebox_spec.permissions",
 )
 # Of the engines' package, a light command may load only the words the settings
 # file is checked against (the permission modes), never an engine; nor an event loop.
 ENGINE_VOCABULARY = {
     "beebox_impl.engine",
-    "beebox_impl.engine.claude_permissions",
-    "beebox_impl.engine.protocol",
+    "beebox_impl.engine.permission_modes",
 }
 
 _CHILD = r"""
