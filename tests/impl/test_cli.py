@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from beebox_impl.box import init_box
-from beebox_impl.cli import build_parser
+from beebox_impl.cli import build_parser, help_formatter
 from beebox_impl.cli import main as bbx
 from beebox_impl.cli import transcripts as cli_transcripts
 from beebox_impl.transcript.location import PROJECTS_DIR_ENV, transcript_path
@@ -236,3 +236,20 @@ def test_output_its_reader_stops_reading_ends_without_a_traceback(tmp_path: Path
     errors = reader.stderr.read().decode()
     reader.stderr.close()
     assert (reader.wait(timeout=60), errors) == (1, "")
+
+
+@pytest.mark.parametrize(("columns", "widest"), [("60", 58), ("120", 118), ("junk", 78)])
+def test_help_is_as_wide_as_the_terminal_says(
+    columns: str, widest: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `shutil.get_terminal_size` reads it: COLUMNS, else the terminal (none here:
+    # pytest captures stdout), else 80; argparse keeps two columns free.
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(os, "get_terminal_size", _no_terminal)
+    text = build_parser(complete=True).format_help()
+    assert max(len(line) for line in text.splitlines()) <= widest
+    assert help_formatter("bbx")._width == widest
+
+
+def _no_terminal(_descriptor: int) -> os.terminal_size:
+    raise OSError("not a terminal")

@@ -155,3 +155,17 @@ def test_help_and_phases_load_no_transcript_reader_nor_settings(
 ) -> None:
     ran = run_bbx(light_commands(box, tmp_path)[command], tmp_path)
     assert loaded_under(ran["modules"], ("beebox_impl.transcript", "beebox_impl.settings")) == []
+
+
+@pytest.mark.parametrize("command", LIGHT)
+def test_a_command_that_writes_no_file_loads_no_shutil(
+    box: Path, tmp_path: Path, command: str
+) -> None:
+    # argparse's formatter imports shutil for the terminal's width unless given it
+    # (`beebox_impl.cli.help_formatter`). A cold read saves its index (tempfile brings
+    # shutil), so history is read twice and the warm run is the one looked at.
+    arguments = light_commands(box, tmp_path)[command]
+    if command == "history":
+        run_bbx(arguments, tmp_path)
+    ran = run_bbx(arguments, tmp_path)
+    assert loaded_under(ran["modules"], ("shutil",)) == []
