@@ -141,8 +141,12 @@ def deep(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks, each figure beside a baseline measured in the same run (long)."""
-    # The Claude benchmark runs the CLI the claude extra bundles.
-    install(session, "claude")
+    # The Claude benchmark runs the CLI the claude extra bundles. Installed as the
+    # README installs it, not editable: an editable install's finder runs in every
+    # interpreter's start (~8 ms here), `python -c pass` included, and bench/peers.py's
+    # whole-process figures would hide what bbx's own imports cost.
+    session.install("--upgrade", "pip")
+    session.install(".[claude]")
     # The transcript viewer bench/peers.py measures bbx against: the benchmark's alone.
     session.install(PEER)
     session.run("python", "bench/transcripts.py", *session.posargs)

@@ -74,6 +74,8 @@ from report import Row, load_average, print_table
 
 TAIL: Final = 200
 PAGE: Final = (0, 2000)
+# The floor row: what a warm history stands on, beebox excepted (`floor_command`).
+FLOOR: Final = "history's imports, beebox's own excepted"
 GNU_TIME: Final = Path("/usr/bin/time")
 COMMAND_TIMEOUT_S: Final = 600.0
 SERVE_TIMEOUT_S: Final = 60.0
@@ -102,6 +104,23 @@ import sys
 from pathlib import Path
 from claude_code_log.converter import convert_jsonl_to_html
 print(convert_jsonl_to_html(Path(sys.argv[1]), Path(sys.argv[2]), use_cache=False, silent=True))
+"""
+# What a warm `bbx chat history` loads besides beebox's own modules: run it (warm) and
+# print the names; the floor command then imports just those.
+MODULES_LOADED: Final = """
+import contextlib, io, json, sys
+from beebox_impl.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(sys.argv[1:])
+print(json.dumps(sorted(sys.modules)))
+"""
+IMPORT_ONLY: Final = """
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
 """
 NAIVE: Final = """
 import json, sys
@@ -438,6 +457,35 @@ def box_commands(box: Box, scratch: Path) -> list[Command]:
     return commands
 
 
+def floor_command(box: Box, environment: dict[str, str], cwd: Path) -> Command:
+    """Python importing what a warm ``history --tail`` loads, beebox's own modules
+    excepted: the standard library and dependencies it stands on, and nothing it does."""
+    argv = [sys.executable, "-c", MODULES_LOADED, "chat", "history", box.made.session_id,
+            "--tail", str(TAIL), "--json", "--box", str(box.root)]  # fmt: skip
+    for _warm_up in range(2):
+        done = subprocess.run(argv, capture_output=True, check=True, env=environment, cwd=cwd)
+    loaded = json.loads(done.stdout)
+    theirs = [name for name in loaded if name != "__main__" and not name.startswith("beebox")]
+    return Command(FLOOR, [sys.executable, "-c", IMPORT_ONLY, *theirs])
+
+
+def install_kind() -> str:
+    """How beebox is installed here: an editable install runs its finder in every
+    interpreter's start, ``python -c pass`` included, which hides what imports cost."""
+    from importlib.metadata import PackageNotFoundError, distribution  # noqa: PLC0415
+
+    try:
+        direct = distribution("beebox").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return "not installed (run from a checkout)"
+    editable = bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
+    return (
+        "editable (every interpreter starts its finder: not a person's install)"
+        if editable
+        else "installed as `pip install .` installs it"
+    )
+
+
 def peer_installed() -> bool:
     return find_spec("claude_code_log") is not None
 
@@ -500,6 +548,7 @@ def build_rows(found: dict[str, Command], boxes: Sequence[Box], serve: list[floa
         status: Status = broken if broken in ("WRONG", "ERROR") else "info"
         rows.append(Row(name, _figure(command), baseline_text, ratio, "(info)", status))
 
+    info(FLOOR, "python -c pass")
     against_python("bbx --help", HELP_VS_PYTHON)
     against_python("bbx phases", HELP_VS_PYTHON)
     for box in boxes:
@@ -529,6 +578,7 @@ def build_rows(found: dict[str, Command], boxes: Sequence[Box], serve: list[floa
         info(f"{kind}: history --page {PAGE[0]} {PAGE[1]}, warm", "python -c pass")
         info(f"{kind}: naive json.loads of every line", "python -c pass")
         info(f"{kind}: history --tail {TAIL}, warm", f"{kind}: naive json.loads of every line")
+        info(f"{kind}: history --tail {TAIL}, warm", FLOOR)
         info(f"{kind}: peer's HTML export", f"{kind}: history --page {PAGE[0]} {PAGE[1]}, warm")
     rows.extend(rss_rows(found, boxes))
     rows.append(serve_row(serve, python))
@@ -602,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = "claude-code-log " + (_peer_version() if peer_installed() else "not installed: n/a")
     print(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-        f"bbx: {' '.join(bbx_command())}; peer: {peer}"
+        f"bbx: {' '.join(bbx_command())}, {install_kind()}; peer: {peer}"
     )
     with tempfile.TemporaryDirectory(prefix="beebox-peers-") as tmp:
         directory = Path(tmp)
@@ -621,6 +671,7 @@ def main(argv: list[str] | None = None) -> int:
             Command("python -c pass", [sys.executable, "-c", "pass"]),
             Command("bbx --help", [*bbx_command(), "--help"]),
             Command("bbx phases", [*bbx_command(), "phases"]),
+            floor_command(boxes[0], environment, directory),
         ]
         for box in boxes:
             commands.extend(box_commands(box, directory))
