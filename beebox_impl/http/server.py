@@ -38,8 +38,10 @@ What the transport guards (each limit is a field of `HttpLimits`)
   `parse_fields`, strictly (RFC 9112 §5): a line that is not ``token ":" value``
   (a folded continuation line, whitespace before the colon, a stray CR or NUL) is
   400, where the standard library's e-mail parser would stop at it and drop the
-  fields after it. It costs a tenth of that parser's time (~5 against ~70 µs a
-  request here), which every request pays.
+  fields after it. It is kept for what it refuses, not for speed: it costs a tenth
+  of that parser's time (~5 against ~70 µs a request here), 2% of the quickest
+  request a person makes (a history read, 3.3 ms p50 for one client alone,
+  `docs/reliability.md`), too little to keep it for.
 - **Slow clients.** A request's line and headers must arrive within
   ``header_timeout`` of the server starting to wait for it (this is also the
   keep-alive idle limit), and its body within ``body_timeout``: deadlines for
