@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -250,7 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `bbx` with ``argv`` (None: this process's own command line)."""
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
-    with _warnings_said_as_bbx():
+    # After the parse: ``--help`` and a malformed command line end in it, and need
+    # no logging (a few milliseconds of every start).
+    from beebox_impl.cli.box_warnings import warnings_said_as_bbx  # noqa: PLC0415
+
+    with warnings_said_as_bbx():
         try:
             return _run(parser, args)
         except KeyboardInterrupt:
@@ -266,28 +269,6 @@ def _discard_stdout() -> None:
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-
-
-class _SaidAsBbx(logging.Handler):
-    """The box's own warnings, said on stderr as `bbx` says its errors (`fail`)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            fail(record.getMessage())
-        except Exception:
-            self.handleError(record)
-
-
-@contextlib.contextmanager
-def _warnings_said_as_bbx() -> Iterator[None]:
-    # For as long as the command runs: a host that calls `main` keeps its logging as it was.
-    package = logging.getLogger("beebox_impl")
-    handler = _SaidAsBbx(logging.WARNING)
-    package.addHandler(handler)
-    try:
-        yield
-    finally:
-        package.removeHandler(handler)
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from beebox_spec.errors import BeeboxError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "EXIT_FAILED",
@@ -38,6 +40,9 @@ class CommandRefused(BeeboxError):
 
 def add_box_option(parser: argparse.ArgumentParser) -> None:
     """``--box DIR``, default the current folder."""
+    # Here, not at the top: ``bbx --help`` and ``bbx phases`` name no box.
+    from pathlib import Path  # noqa: PLC0415
+
     parser.add_argument(
         "--box",
         type=Path,

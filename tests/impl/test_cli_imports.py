@@ -169,3 +169,10 @@ def test_a_command_that_writes_no_file_loads_no_shutil(
         run_bbx(arguments, tmp_path)
     ran = run_bbx(arguments, tmp_path)
     assert loaded_under(ran["modules"], ("shutil",)) == []
+
+
+def test_help_loads_no_logging(box: Path, tmp_path: Path) -> None:
+    # The handler that says the box's warnings is installed once a command runs
+    # (`beebox_impl.cli.box_warnings`); ``--help`` ends in the parse, before.
+    ran = run_bbx(light_commands(box, tmp_path)["help"], tmp_path)
+    assert loaded_under(ran["modules"], ("logging",)) == []
