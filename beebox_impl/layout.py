@@ -2,7 +2,7 @@
 
 A box keeps what belongs to this machine and this running box — its token, its
 database, caches, the offline engine's transcripts — in one folder, ``.beebox``,
-at its root (DESIGN.md §3; `beebox_impl.box` lists what is in it). Every module
+at its root (`docs/design.md#design-3`; `beebox_impl.box` lists what is in it). Every module
 that files something there asks `state_dir` rather than spelling the name.
 """
 

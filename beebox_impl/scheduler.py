@@ -1,9 +1,10 @@
 """Scheduled scripts: `bbx serve` runs a box's enabled schedule cards at their cron times.
 
-Spec sources: `chat-review.md` (the chat review ships as a scheduled script, nightly
-at 04:00 in lock group ``retro``, disabled) and `original-facts.md` §4.9 (the card's
-fields). A schedule card is ``_config/schedules/<name>.scheduled-script.card``,
-read with the review's card reader (`beebox_impl.review.cards`), fields:
+Spec sources: `docs/sources.md#review-running` (the chat review ships as a scheduled
+script, nightly at 04:00 in lock group ``retro``, disabled) and
+`docs/sources.md#facts-4-9` (§4.9, the card's fields). A schedule card is
+``_config/schedules/<name>.scheduled-script.card``, read with the review's card
+reader (`beebox_impl.review.cards`), fields:
 
 ===========  =============================================================
 ``cron``     five-field cron expression, in UTC (`cronsim`)

@@ -2,7 +2,7 @@
 
 A test that drives a session step by step needs to know when the session has done
 everything a step set off — without sleeping for a guessed time. `settle` returns
-once every other task on the loop is blocked (DESIGN.md §2, "The stateful tests").
+once every other task on the loop is blocked (`docs/design.md#design-2-stateful-tests`).
 
 - trio: `trio.testing.wait_all_tasks_blocked` is exact and cheap.
 - asyncio: anyio's `wait_all_tasks_blocked` sleeps 100 ms whenever a task is

@@ -1,7 +1,7 @@
 """The Claude engine: runs over the official ``claude-agent-sdk`` (the optional extra ``claude``).
 
 Why this shape: a box talks to Claude Code the way the original did — one long-lived
-conversation per run in *streaming-input* mode (`transcript-format.md` §8.1), so
+conversation per run in *streaming-input* mode (`docs/sources.md#format-8`), so
 turns, interrupts and the session id all travel over one CLI process — and it
 reads that conversation through the one adapter every engine shares
 (`beebox_spec.sdk_messages.adapt_sdk_message`), which reads the CLI's *raw*

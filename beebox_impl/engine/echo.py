@@ -8,7 +8,8 @@ deterministically *and* writes a real Claude-Code-format transcript, exactly whe
 Claude Code would (`beebox_impl.transcript.location.transcript_path`): what works
 against it works against a real engine.
 
-What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stream):
+What a run does (`docs/sources.md#format-2` (§2–§4) for the file,
+`docs/sources.md#format-8` (§8) for the stream):
 
 - **Session id.** A new run takes a fresh id from ``new_id``; a resumed run keeps
   ``resume_session_id`` and appends to that session's file, its first line's
@@ -32,8 +33,9 @@ What a run does (`transcript-format.md` §2–§4 for the file, §8 for the stre
   decoded sizes) — written to the transcript as an ``assistant`` line, then a
   ``result`` (``success``, the same text, ``total_cost_usd: 0``, ``num_turns: 1``,
   ``duration_ms`` from the injected clock). The live messages' uuids are the
-  transcript lines' uuids (§8.2). With ``replay_user_messages`` the user turn is
-  also echoed as a ``user`` message with ``isReplay`` (``--replay-user-messages``).
+  transcript lines' uuids (`docs/sources.md#format-8`). With
+  ``replay_user_messages`` the user turn is also echoed as a ``user`` message with
+  ``isReplay`` (``--replay-user-messages``).
 - **Live text.** With ``include_partial_messages`` (the default, as the Claude
   engine asks the CLI; ``--include-partial-messages``) the answer streams as the
   CLI streams a message: ``stream_event`` messages of the Messages API's events —
@@ -178,8 +180,8 @@ ECHO_PIECE_DELAY = 0.02
 # The most pieces an answer streams in: a long one goes in longer pieces.
 ECHO_MAX_PIECES = 20
 
-# Transcript entries in the uuid chain (§2 family A); a resumed file continues from
-# the last one of these that is not a sub-agent's.
+# The chain entries of a transcript (`docs/sources.md#format-2`); a resumed file
+# continues from the last one of these that is not a sub-agent's.
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 # How much of the file the backward scan reads at a time.
 _TAIL_BLOCK = 64 * 1024

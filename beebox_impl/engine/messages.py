@@ -1,6 +1,6 @@
 """Builders for the raw stream-json messages engines emit: one builder, one place.
 
-Spec source: `transcript-format.md` §8 (the CLI's live messages: `system/init`
+Spec source: `docs/sources.md#format-8` (§8, the CLI's live messages: `system/init`
 first, then one `assistant` message per completed content block, then one
 `result` per turn in streaming-input mode).
 

@@ -1,9 +1,9 @@
 """What a chat session needs of an agent engine: start a run, talk to it, close it.
 
-Spec sources: `chat-session-lifecycle.md` (a session drives one SDK run at a time)
-and `original-facts.md` §3.2 (`backend.start({…, resumeSessionId, model})`, the
-run's message stream, `run.send`, `run.interrupt`, `run.close`, `run.closed`),
-`transcript-format.md` §8 (the stream-json messages a run produces).
+Spec sources: `docs/sources.md#lifecycle` (a session drives one SDK run at a time),
+`docs/sources.md#facts-3-2` (§3.2: the backend starts a run resuming the saved
+session and model; the run's message stream, send, interrupt, close and `closed`),
+`docs/sources.md#format-8` (§8: the stream-json messages a run produces).
 
 An `Engine` starts a `Run`. A run is one long-lived SDK conversation in streaming
 input mode: the session sends it turns, and the run produces *raw* SDK messages —
@@ -60,7 +60,7 @@ class StartOptions:
     ``resume_session_id`` continues an SDK session, ``None`` starts a new one;
     ``system_prompt`` is the prompt a *new* session starts with — the engine gives
     it only when it starts one (a resumed session keeps the prompt it began with,
-    `original-facts.md` §3.4), so a caller passes it every time: an engine may
+    `docs/sources.md#facts-3-3`), so a caller passes it every time: an engine may
     start a new session where a resume was asked (the Claude engine does, for a
     session its CLI never wrote); ``env`` adds to the engine process's environment.
     """

@@ -1,6 +1,7 @@
 """The stdlib HTTP adapter: a `ThreadingHTTPServer` in front of the box's anyio core.
 
-DESIGN.md §4; the routes and their answers are `beebox_impl.http.routes`.
+`docs/design.md#design-4` (§4, "Interfaces"); the routes and their answers are
+`beebox_impl.http.routes`.
 
 How it runs
 -----------

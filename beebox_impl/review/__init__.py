@@ -1,6 +1,6 @@
 """Chat review: the nightly pass that titles and summarises sessions into their husks.
 
-`spec-sources/chat-review.md` and `original-facts.md` §4, built on the rules of
+`docs/sources.md#review` and `docs/sources.md#facts-4` (§4), built on the rules of
 `beebox_spec.review`'s modules (each rule lives there, once):
 
 - `cards`: husk cards — YAML front matter edited field by field, the body never

@@ -29,7 +29,8 @@ run: the growth mark's digest of the whole walked file, here and after the
 review, goes on from the resume point's digest state over the bytes after the
 boundary; and the review step takes the file as unchanged, without hashing its
 prefix again, while its identity (device, inode, size, mtime) is the one
-discovery hashed — the same test the transcript indexes stand on (DESIGN.md §5).
+discovery hashed — the same test the transcript indexes stand on
+(`docs/design.md#design-5-offset-index`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where chat review keeps things in a box (DESIGN.md §3).
+"""Where chat review keeps things in a box (`docs/design.md#design-3`).
 
 Husk cards are the corpus (`_content/chat/web/*.chat.card`); the span journal is
 `beebox_spec.review.journal.STATE_FILE`; beside it sits a cache of what discovery
@@ -29,10 +29,11 @@ __all__ = [
 # §4.1: husk cards, one per chat session.
 HUSK_DIR: Final = "_content/chat/web"
 HUSK_SUFFIX: Final = ".chat.card"
-# Ours (DESIGN §5 spirit): discovery's per-husk facts, so an unchanged box costs stats only.
+# Ours, as `docs/design.md#design-5` goes further: discovery's per-husk facts, so an
+# unchanged box costs stats only.
 DISCOVERY_CACHE_FILE: Final = ".beebox/chat-review/discovery-cache.json"
 LOCK_DIR: Final = ".beebox/locks"
-# §4.9, with the newer `_config/` root of DESIGN.md §3.
+# §4.9, with the newer `_config/` root of `docs/design.md#design-3`.
 SCHEDULE_CARD: Final = "_config/schedules/chat-review.scheduled-script.card"
 
 

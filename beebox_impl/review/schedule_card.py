@@ -1,4 +1,4 @@
-"""The chat-review schedule card that `bbx init` installs (§4.9, `chat-review.md`).
+"""The chat-review schedule card that `bbx init` installs (§4.9, `docs/sources.md#review-running`).
 
 `_config/schedules/chat-review.scheduled-script.card`: nightly at 04:00 in lock
 group `retro`, running `bbx chat review run`, shipped **disabled**. `enabled`

@@ -1,7 +1,8 @@
 """`chat.bootstrap`: what a page that has just loaded needs, both records side by side.
 
-Spec sources: `original-facts.md` §2.3 (the output union) and §2.2
-(`readAcceptedMessages`: the pending read), `chat-history.md` ("Two records").
+Spec sources: `docs/sources.md#facts-2-3` (§2.3, the output union) and §2.2
+(`readAcceptedMessages`: the pending read), `docs/sources.md#history-two-records`
+("Two records").
 
 The answer carries the **transcript** (``history``: durable) and the
 **acceptance record** (``pending``: owed) separately; nothing here compares

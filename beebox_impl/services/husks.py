@@ -1,10 +1,10 @@
 """The chat's husk card: made once the session has an id and a first message.
 
-Spec source: `chat-review.md` and `original-facts.md` §4.1 (`ensureChatHusk` is
-called when a session gets its id; the husk's title is the first-message snippet;
-`origin` is stamped at creation; on boot, old husks whose transcript is here get
-this machine's origin). The card rules are `beebox_impl.review.cards`; this is
-when the box applies them.
+Spec sources: `docs/sources.md#review-qualifies` and `docs/sources.md#facts-4-1`
+(§4.1: `ensureChatHusk` is called when a session gets its id; the husk's title
+is the first-message snippet; `origin` is stamped at creation; on boot, old husks
+whose transcript is here get this machine's origin). The card rules are
+`beebox_impl.review.cards`; this is when the box applies them.
 
 The husk is made after the first turn that ends with the session's id known,
 not on the id itself: the SDK announces the id when the run starts, before the

@@ -1,12 +1,12 @@
 """Sends a box still owes when it opens: recorded, never delivered, sent again (ours).
 
-DESIGN.md §5: an accepted message is never silently lost. The persisted queue
-keeps the messages waiting behind a turn; this keeps the turn itself. A send
-answered ``{turnId}`` is in the acceptance record and goes to the engine, but its
-text reaches the transcript only when the engine writes it there: a box killed in
-between (or a run that died before it did) lost it from the chat, and the page
-showed it pending for ten minutes, then nothing. The same window holds for queued
-texts once their drained turn is sent (their queue rows go then).
+`docs/design.md#design-5-persisted-queue` (§5): an accepted message is never silently
+lost. The persisted queue keeps the messages waiting behind a turn; this keeps the
+turn itself. A send answered ``{turnId}`` is in the acceptance record and goes to the
+engine, but its text reaches the transcript only when the engine writes it there: a
+box killed in between (or a run that died before it did) lost it from the chat, and
+the page showed it pending for ten minutes, then nothing. The same window holds for
+queued texts once their drained turn is sent (their queue rows go then).
 
 `plan_redelivery` is the rule, for the moment a box opens, before its chat
 session loads its queue:

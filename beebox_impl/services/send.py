@@ -1,7 +1,8 @@
 """`chat.send`: record a message, then hand it to the chat session.
 
-Spec sources: `chat-history.md` ("Two records of a message": *recording it IS
-acceptance*) and `original-facts.md` §2.1 (`POST /api/chat/send`).
+Spec sources: `docs/sources.md#history-two-records` ("Two records of a message":
+*being recorded is being accepted*) and `docs/sources.md#facts-2-1` (§2.1,
+`POST /api/chat/send`).
 
 The flow of `ChatSendService.send`, top to bottom:
 

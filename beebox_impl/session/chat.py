@@ -4,8 +4,8 @@ Checked against `beebox_spec.chat_session` (the pure model: state + event →
 state + effects) by the stateful tests in ``tests/stateful/``; every phase write
 goes through `beebox_spec.lifecycle.next_lifecycle`, and the busy and running
 readings are the spec's `is_busy` and `has_open_run`. Spec sources:
-`chat-session-lifecycle.md` ("The contract") and `original-facts.md` §3.2;
-DESIGN.md §5 for the persisted queue.
+`docs/sources.md#lifecycle-contract` ("The contract") and `docs/sources.md#facts-3-2`
+(§3.2); `docs/design.md#design-5-persisted-queue` (§5) for the persisted queue.
 
 The rules (numbered as in `beebox_spec.chat_session`)
 -----------------------------------------------------
@@ -81,10 +81,10 @@ messages are read by `pump_chat_run` in a task of the session's task group, one
 at a time; the start of a run is another such task. `ChatSession.open` owns the
 task group.
 
-The persisted queue (DESIGN.md §5): `enqueue` writes the row before returning,
-unless its caller wrote it (``queued_row``: the box's send writes it in the
-transaction that records the send, when `queues_sends` says it will be queued,
-and from a handler thread hands it over with `enqueue_then_drain`);
+The persisted queue (`docs/design.md#design-5-persisted-queue`): `enqueue` writes
+the row before returning, unless its caller wrote it (``queued_row``: the box's
+send writes it in the transaction that records the send, when `queues_sends` says
+it will be queued, and from a handler thread hands it over with `enqueue_then_drain`);
 the rows of a turn are deleted once the turn is sent, and those of drained texts
 kept (so they go back to the queue) when its run fails to start (the caller's
 text of a failed start goes, row and all, as rule 2 drops it); `stop` deletes

@@ -4,7 +4,8 @@ Checked by the stateful pool machine in ``tests/stateful/`` against a reference
 built from `beebox_spec.thread_pool` (its thread-session `step` for every
 session, and the pool's pure decisions `plan_send`, `record_after_success`,
 `record_after_failure`, `should_rotate`). Spec sources:
-`chat-session-lifecycle.md` ("Park / evict") and `original-facts.md` §3.4.
+`docs/sources.md#lifecycle-park-evict` ("Park and evict") and
+`docs/sources.md#facts-3-4` (§3.4).
 
 The rules
 ---------

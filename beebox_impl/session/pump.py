@@ -1,8 +1,9 @@
 """`pump_chat_run`: the one loop that reads a run's messages into a session.
 
-Spec sources: `original-facts.md` §3.5 (`pumpChatRun({run, adapt, onMessage,
-onError, onClose})`) and §3.6 (`adaptSdkMessage`); `chat-session-lifecycle.md`
-("Shared code": both sessions share this skeleton and the one adapter).
+Spec sources: `docs/sources.md#facts-3-5` (§3.5, `pumpChatRun({run, adapt,
+onMessage, onError, onClose})`) and §3.6 (`adaptSdkMessage`);
+`docs/sources.md#lifecycle-shared-code` ("Shared code": both sessions share this
+skeleton and the one adapter).
 
 For each raw message of the run's stream, in order: adapt it with the one
 `beebox_spec.sdk_messages.adapt_sdk_message`; a message that adapts to nothing

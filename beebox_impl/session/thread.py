@@ -4,8 +4,10 @@ Checked against `beebox_spec.thread_pool`'s thread-session model (`step`) by the
 stateful pool machine in ``tests/stateful/``. Every phase write goes through
 `beebox_spec.lifecycle.next_lifecycle`; the busy reading is `is_busy`; the turn
 text is `compose_turn` (the `REMINDER` on a resumed session); replies are read
-with `extract_chat_responses`. Spec sources: `chat-session-lifecycle.md` ("Park /
-evict", "Shared code") and `original-facts.md` §3.3.
+with `extract_chat_responses`. Spec sources:
+`docs/sources.md#lifecycle-park-evict` ("Park and evict"),
+`docs/sources.md#lifecycle-shared-code` ("Shared code") and
+`docs/sources.md#facts-3-3` (§3.3).
 
 The rules (numbered as in `beebox_spec.thread_pool`)
 ----------------------------------------------------

@@ -1,9 +1,10 @@
 """The acceptance record: a send is on disk before it is answered.
 
-Spec sources: `chat-history.md` ("Two records of a message") and
-`original-facts.md` §2.1 steps 6–7 (`claimMessageId`, `recordUserMessage`,
-`MESSAGE_ID_TTL_MS`), §2.2 (the bus read); DESIGN.md §5 (claims are SQLite rows
-in the same transaction as the bus row, not a JSON file rewritten per send).
+Spec sources: `docs/sources.md#history-two-records` ("Two records of a message")
+and `docs/sources.md#facts-2-1` (§2.1 steps 6–7: `claimMessageId`,
+`recordUserMessage`, `MESSAGE_ID_TTL_MS`), §2.2 (the bus read);
+`docs/design.md#design-5-sqlite-claims` (§5: claims are SQLite rows in the same
+transaction as the bus row, not a JSON file rewritten per send).
 
 The rules
 ---------

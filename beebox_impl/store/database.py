@@ -2,7 +2,7 @@
 
 One file per box, opened with the standard library's `sqlite3` in WAL mode with
 ``synchronous=FULL``: a row is on disk when the call that wrote it returns, so a
-message the box accepted survives a crash (DESIGN.md §5).
+message the box accepted survives a crash (`docs/design.md#design-5-sqlite-claims`).
 
 Schema versions
 ---------------

@@ -4,8 +4,9 @@ They satisfy the same protocols as the box's database and session-id file
 (`beebox_impl.store.protocols`) and checkpoint like any async call, but never
 hand work to a worker thread: a test that settles by waiting until every task is
 blocked can trust that a task waiting on one of these is really waiting on the
-session, not on a thread (DESIGN.md §2, "The stateful tests"). A test can share
-one instance between two sessions to play a box that restarts.
+session, not on a thread (`docs/design.md#design-2-stateful-tests`, "The stateful
+tests"). A test can share one instance between two sessions to play a box that
+restarts.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ that runs its blocking work in a worker thread makes a waiting task look blocked
 while the thread still works, which would let a test settle too early; the
 in-memory stores never leave the loop.
 
-- `QueueStore` — the whole-box chat's persisted queue (DESIGN.md §5: "queue is
-  persisted"). Rows come back in the order they were appended; a row's id is
-  assigned by the store and only grows.
+- `QueueStore` — the whole-box chat's persisted queue, kept on disk
+  (`docs/design.md#design-5-persisted-queue`). Rows come back in the order they were
+  appended; a row's id is assigned by the store and only grows.
 - `SessionIdStore` — the whole-box chat's saved SDK session id
   (``.beebox/chat-session-id.json``).
 - `ThreadRecordStore` — one `ThreadRecord` per chat thread (`beebox_spec.thread_pool`).

@@ -1,6 +1,6 @@
 """The whole-box chat's saved SDK session id: ``<box>/.beebox/chat-session-id.json``.
 
-The file is ``{"sessionId": "<id>"}`` (original-facts §3.2). It is written
+The file is ``{"sessionId": "<id>"}`` (`docs/sources.md#facts-3-2`, §3.2). It is written
 atomically — a temporary file in the same folder, flushed and fsynced, renamed
 over the old one, then the folder fsynced — so a reader sees the old id or the
 new one, never half a file, and a crash never leaves the box without an id it had

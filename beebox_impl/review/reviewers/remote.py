@@ -1,13 +1,14 @@
 """What a model-backed reviewer sends and how its reply is read (shared by both backends).
 
-**Before a span leaves the machine** (DESIGN.md §5) every text of the prompt is
-passed through the spec's `redact_credentials`: the span (already redacted by
-`reviewer_span_text`; redacting again changes nothing) and also the current
-title and account, which come from the card and may carry a key a person pasted.
+**Before a span leaves the machine** (`docs/design.md#design-5-leak-scan`) every
+text of the prompt is passed through the spec's `redact_credentials`: the span
+(already redacted by `reviewer_span_text`; redacting again changes nothing) and also
+the current title and account, which come from the card and may carry a key a person
+pasted.
 
 The system prompt is the spec's `REVIEWER_SYSTEM_PROMPT` — the title rules of
-`chat-review.md` live there, once — followed by the answer format: one JSON
-object of the §4.5 schema, its bounds taken from the spec's constants. The reply
+`docs/sources.md#review-titles` live there, once — followed by the answer format:
+one JSON object of the §4.5 schema, its bounds taken from the spec's constants. The reply
 is read as JSON (a fenced block or surrounding prose is tolerated) and checked
 with `validate_review_output`; anything else is a `ReviewerFailure`.
 """
