@@ -7,7 +7,7 @@ which `photos` are user prompts carrying one pasted photo of about `photo_chars`
 base64 characters (~1 MB by default). `scale` multiplies both counts. The same
 arguments always write the same bytes.
 
-What the lines look like (`shared/spec-sources/transcript-format.md` §2–§4): turns
+What the lines look like (`docs/sources.md#format-2` (§2–§4)): turns
 made of an optional `file-history-snapshot` (metadata, no uuid), a user prompt
 (a string, or `[ide text, image, text]` blocks when it carries a photo), hook
 `progress` lines, assistant lines one per content block (`thinking`, `text`,

@@ -41,7 +41,7 @@ PACKAGED_VECTORS = Path(__file__).parent / "vectors"
 # Long values are cut in failure lines; the path of the first difference says where to look.
 _SHOWN_CHARS = 160
 
-# Kinds compared on part of the answer (CONFORMANCE.md): what the answer is cut down to.
+# Kinds compared on part of the answer (`docs/conformance.md`): what the answer is cut to.
 _PROJECTIONS: dict[str, Callable[[Any, Any], Any]] = {"http/exchange": project_exchange}
 
 # What a case of a kind changes on the host it runs against, from its input and

@@ -1,6 +1,6 @@
 """`session/scenario` vectors: steps that drive a session with a scripted engine.
 
-The step language is `CONFORMANCE.md`'s. A caller step is ``{"call": "send" |
+The step language is `docs/conformance.md`'s. A caller step is ``{"call": "send" |
 "enqueue", "text"}`` or ``{"call": "stop" | "restart" | "resetSession" | "park"}``
 (``park`` is a thread session's); an engine step is ``{"engine": "started" |
 "startFailed" | "init" | "assistant" | "result" | "closed", ...}``. This module
@@ -8,7 +8,7 @@ parses steps, builds the raw SDK messages a scripted engine emits for them (the
 same for every target, so every target runs them through its one
 `adapt_sdk_message`), and runs a scenario against the specification's models.
 
-Conventions (from `CONFORMANCE.md`): closing a run (on stop, restart or park) ends
+Conventions (from `docs/conformance.md`): closing a run (on stop, restart or park) ends
 its message stream at once; ``{"engine": "closed"}`` is the run ending on its
 own. A run is listed in ``runs`` once the engine reports it started.
 Observations are taken after the session settled.

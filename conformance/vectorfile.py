@@ -1,6 +1,6 @@
 """Reading conformance vector files: the file shape, the macros, and JSON equality.
 
-The format is `CONFORMANCE.md`'s: a file is ``{"kind", "description", "cases":
+The format is `docs/conformance.md`'s: a file is ``{"kind", "description", "cases":
 [{"name", "input", "expect"}]}``; three macros keep big payloads out of the files
 and are expanded anywhere inside a case's ``input`` before it runs:
 

@@ -15,8 +15,8 @@ __all__ = ["KNOWN_KINDS", "Handler", "HandlerTable"]
 Handler: TypeAlias = Callable[[Any], Any]
 HandlerTable: TypeAlias = Mapping[str, Handler]
 
-# Every kind of CONFORMANCE.md's table. A file of another kind fails the run; a known
-# kind that a target does not answer (yet) is reported as skipped for that target.
+# Every kind of the table in `docs/conformance.md`. A file of another kind fails the run;
+# a known kind that a target does not answer (yet) is reported as skipped for that target.
 KNOWN_KINDS: frozenset[str] = frozenset(
     {
         "lifecycle/transition",

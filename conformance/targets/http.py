@@ -5,10 +5,10 @@ requests, in order, to the host at ``URL`` with ``Authorization: Bearer T`` and
 compares what came back with the case's ``expect`` — one ``{"status", "json"?,
 "headers"?}`` per request, of which only the listed JSON keys (of an object; any
 other JSON value is compared whole) and the listed headers (names in lower case)
-are compared (CONFORMANCE.md, `http/exchange`).
+are compared (`docs/conformance.md`, `http/exchange`).
 
 A request is ``{"method", "path", "json"?}``, with three optional keys beyond
-CONFORMANCE.md's table, for what a JSON body cannot say: ``"body"`` (a raw
+the table in `docs/conformance.md`, for what a JSON body cannot say: ``"body"`` (a raw
 request body, as a string: malformed JSON), ``"headers"`` (extra request
 headers) and ``"auth": false`` (send no token).
 

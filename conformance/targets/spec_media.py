@@ -1,6 +1,6 @@
 """The spec (`beebox_spec.media`, `beebox_spec.transcript`) as a conformance target.
 
-Handlers for the photo and transcript-reading kinds of `CONFORMANCE.md`. The
+Handlers for the photo and transcript-reading kinds of `docs/conformance.md`. The
 reference and content kinds are answered by any `MediaRefCodec` or
 `ContentTransformer` (`media_ref_handlers`, `content_transform_handlers`); this
 target gives them `beebox_spec.media` itself. Each handler is a thin call into the

@@ -1,7 +1,7 @@
 """Transcript and media kinds against any reader of transcript files.
 
 Each case's lines are written to a fresh temporary file, joined by ``\\n`` as
-`CONFORMANCE.md` says (lone surrogates written as the bytes a broken writer would
+`docs/conformance.md` says (lone surrogates written as the bytes a broken writer would
 leave), and read back by a fresh reader from the factory, made for the case's
 photo mode (`case_photo_mode`: the input's ``photoMode``, ``"original"`` when it
 names none; `beebox_spec.transcript`, rule 2). A `TranscriptReader`

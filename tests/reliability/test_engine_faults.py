@@ -2,9 +2,10 @@
 
 The box runs the Claude engine over the real SDK against `faulty_claude`, a
 stand-in CLI that dies mid-turn, writes garbage or hangs at start when the
-test's plan says so. What the lifecycle promises (DESIGN.md §2, §5): a run that
-dies on its own is closed and the chat goes back to idle; what was queued
-behind the dead turn drains into a fresh run; the next send starts a fresh
+test's plan says so. What the lifecycle promises
+(`docs/sources.md#lifecycle-queue-drain`, `docs/design.md#design-5-persisted-queue`):
+a run that dies on its own is closed and the chat goes back to idle; what was
+queued behind the dead turn drains into a fresh run; the next send starts a fresh
 run; a start that hangs fails after the box's start timeout (`BoundedStartEngine`;
 here `START_TIMEOUT`, well over the stand-in's real start) and the chat is idle
 again, where the SDK alone would hold it ``starting`` for its own 60 s.

@@ -28,7 +28,7 @@ from beebox_spec.lifecycle import (
     transition_phase,
 )
 
-# original-facts §3.1, written out again so the table is checked against the source.
+# `docs/sources.md#facts-3-1` (§3.1), written out again so the table is checked against the source.
 SOURCE_TABLE = {
     ("idle", "starting"),
     ("starting", "ready"),

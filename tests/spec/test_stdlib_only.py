@@ -1,4 +1,4 @@
-"""beebox_spec imports the standard library and itself, nothing else (DESIGN.md §2)."""
+"""beebox_spec imports the standard library and itself, nothing else (`docs/design.md#design-2`)."""
 
 from __future__ import annotations
 

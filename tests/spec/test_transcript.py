@@ -465,7 +465,8 @@ def test_an_image_only_user_turn_is_kept(content: JsonValue, shown: JsonObject) 
 
 
 def test_a_caption_less_photo_too_big_to_read_keeps_its_turn_and_its_reference() -> None:
-    # chat-history.md's case: a 300 KB line holding one photo sent without a caption.
+    # A 300 KB line holding one photo sent without a caption: the original dropped the turn
+    # and its reference (`docs/spec-decisions.md#image-only-turns-kept`).
     photo = b"\xff\xd8" * 115_000
     line = compact(user("u-photo", [image(b64(photo))]))
     assert len(line.encode()) > 300_000

@@ -143,7 +143,8 @@ class SpecChat:
         self.feature_calls = []
         self.state = spec.initial_state(session_id)
         if rows:
-            # DESIGN §5: persisted rows drain into a fresh run, as after an unexpected death.
+            # Persisted rows drain into a fresh run, as after an unexpected death
+            # (`docs/design.md#design-5-persisted-queue`).
             self.state = spec.ChatSessionState(
                 lifecycle=Starting(),
                 session_id=session_id,

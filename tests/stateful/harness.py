@@ -1,7 +1,7 @@
 """What the stateful machines share: settling a loop, an engine whose closes the
 test can hold open, and the raw SDK messages the machines make a run say.
 
-Settling (DESIGN.md §2, "The stateful tests"): after each command the machine
+Settling (`docs/design.md#design-2-stateful-tests`): after each command the machine
 waits until every task on the loop is blocked, never for a time.
 
 - trio: `trio.testing.wait_all_tasks_blocked` is exact and cheap.

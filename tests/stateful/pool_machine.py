@@ -7,8 +7,8 @@ pool's choices are the spec's pure decisions (`plan_send`, `compose_turn` inside
 `step`, `record_after_success`, `record_after_failure`, `should_rotate` inside
 `plan_send`). What the spec leaves to the implementation — waiting up to
 `BUSY_TIMEOUT` for a busy session, and what park writes to the record — is
-written out here in a few lines each, from `chat-session-lifecycle.md` and
-original-facts §3.4.
+written out here in a few lines each, from `docs/sources.md#lifecycle-park-evict`
+and `docs/sources.md#facts-3-4` (§3.4).
 
 Each example opens one blocking portal, a pool on it (in-memory record store, a
 `ManualClock`, a `HoldingEngine` over `ScriptedEngine`) and drives both with the

@@ -5,8 +5,9 @@ retries a send that got no answer (connection refused or reset, timeout) until i
 gets one — against whichever server is up. The test kills the server with SIGKILL at
 random moments and starts it again on the same box. Afterwards, from the box's
 database: every id that was ever answered 200 is in the bus exactly once, no id has
-two rows, and every row has its claim (DESIGN.md §5: bus row and claim are one
-transaction); and every answered id, sent once more, is answered as a duplicate.
+two rows, and every row has its claim (`docs/design.md#design-5-sqlite-claims`: bus
+row and claim are one transaction); and every answered id, sent once more, is answered
+as a duplicate.
 
 A second test kills a server whose engine never finishes starting, right after it
 answered a send: the reopened box shows that send pending.

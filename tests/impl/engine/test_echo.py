@@ -252,7 +252,7 @@ async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
         ("version", ECHO_VERSION),
         ("gitBranch", ""),
     ]
-    # The live uuid is the transcript line's (transcript-format §8.2), chained.
+    # The live uuid is the transcript line's (`docs/sources.md#format-8`), chained.
     assert assistant_line["uuid"] == assistant["uuid"]
     assert assistant_line["parentUuid"] == user_line["uuid"]
     assert assistant_line["type"] == "assistant"

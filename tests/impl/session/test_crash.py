@@ -4,10 +4,11 @@ A child Python process opens the whole-box chat on a box folder with the real st
 (``.beebox/box.sqlite3``, the session-id file) and an engine whose first turn never
 ends, so the session stays ``streaming``; then it enqueues messages, printing each one
 once `ChatSession.enqueue` has returned (the row is on disk). The test kills the child
-with SIGKILL, opens a new session on the same folder and checks the rule of DESIGN.md §5
-("a session opened on a box with rows drains them into a fresh run at once"): every
-accepted message goes out exactly once, in order, as the fresh run's first turn; the rows
-are deleted once it is sent; the database is intact; no temporary file is left.
+with SIGKILL, opens a new session on the same folder and checks the persisted queue
+(`docs/design.md#design-5-persisted-queue`; "a session opened on a box with rows drains
+them into a fresh run at once", as `ChatSession` states it): every accepted message
+goes out exactly once, in order, as the fresh run's first turn; the rows are deleted
+once it is sent; the database is intact; no temporary file is left.
 """
 
 from __future__ import annotations
