@@ -53,6 +53,11 @@ export function historyPage(session, offset, limit) {
   return request("GET", `/api/chat/history${query({ session, offset, limit })}`);
 }
 
+/** A page of the history of a session's sub-agent (the `agentId` its call names). */
+export function subAgentHistory(session, agent, offset, limit) {
+  return request("GET", `/api/chat/history${query({ session, agent, offset, limit })}`);
+}
+
 /** Record a message: `{turnId}`, `{queued: true}` or `{deduplicated: true}`. */
 export function send(message, messageId, images) {
   const body = { message, messageId };

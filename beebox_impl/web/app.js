@@ -27,6 +27,10 @@
 //   (a photo loading after its history); the person scrolling up stops that.
 // - After a stop the status says so, and a copy the stop took out of the queue reads
 //   as not sent. A 401 (no cookie) ends everything but one notice: how to log in.
+// - A sub-agent's work (entries marked `sidechain`) is folded under the Task or Agent
+//   call that started it (subagents.js says which); a call that names its sub-agent
+//   (`agentId`, Claude Code 2.x) has its work read from `GET /api/chat/history?agent=`
+//   when the fold is opened, and again while the call is still running.
 
 import * as api from "./api.js";
 import {
@@ -36,10 +40,21 @@ import {
   reconcilePending,
 } from "./reconcile.js";
 import { markdownNode } from "./markdown.js";
-import { liveNode, messageNode, permissionNode, sessionNode, setPermissionState, stateLabel } from "./view.js";
+import { groupSidechains, startsSubAgent } from "./subagents.js";
+import {
+  liveNode,
+  messageNode,
+  permissionNode,
+  sessionNode,
+  setPermissionState,
+  stateLabel,
+  subAgentNode,
+} from "./view.js";
 
 // How many entries a history read asks for at a time.
 const PAGE_SIZE = 40;
+// How many of a sub-agent's entries one read of its history asks for.
+const SUB_AGENT_PAGE_SIZE = 100;
 // Where the pending list and the outbox wait out a reload (this tab only).
 const STORAGE_KEY = "beebox.pending.v1";
 // Retry delays for a send that did not reach the box: doubling, at most 30 s apart.
@@ -128,6 +143,9 @@ const state = {
   sessions: [],
   // Pending permission requests, oldest first, by id: {request, node, busy, error, focused}.
   permissions: new Map(),
+  // Sub-agents started in this page's sight, by the tool use id of their call (a
+  // `task` event names both): a running call has no result yet to name its agent.
+  startedAgents: new Map(),
   // Ids of requests seen ending, oldest first (at most ENDED_PERMISSIONS_KEPT).
   endedPermissions: new Set(),
 };
@@ -296,6 +314,7 @@ async function refreshOnce() {
     adoptLiveText(boot.liveText);
   }
   render({ toBottom: firstRead });
+  refreshRunningSubAgents();
   readRefusals();
 }
 
@@ -305,6 +324,8 @@ function shownTurnTexts() {
   const texts = [];
   for (let index = state.entries.length - 1; index >= 0; index -= 1) {
     const entry = state.entries[index];
+    // A sub-agent's turn is not the reply.
+    if (entry.sidechain === true) continue;
     if (entry.type === "user") break;
     texts.unshift(entryText(entry));
   }
@@ -331,7 +352,7 @@ function announceNewEntries(knownBefore, firstRead) {
   for (const entry of state.entries) {
     if (knownBefore.has(entry.uuid) || state.announced.has(entry.uuid)) continue;
     state.announced.add(entry.uuid);
-    if (!firstRead && entry.type === "assistant") announceMessage(entryText(entry));
+    if (!firstRead && entry.type === "assistant" && entry.sidechain !== true) announceMessage(entryText(entry));
   }
 }
 
@@ -597,12 +618,23 @@ function onEvent(name, data) {
       endPermission(data.id);
       render();
       return;
+    case "task": {
+      // A sub-agent started: its call's fold can show its work before the call ends.
+      const task = data.message?.task ?? {};
+      if (task.phase === "started" && typeof task.toolUseId === "string" && typeof task.taskId === "string") {
+        state.startedAgents.set(task.toolUseId, task.taskId);
+        readUntilShown(task.toolUseId);
+      } else {
+        refresh();
+      }
+      return;
+    }
     case "turn-error":
       // The agent's own words for a turn it could not finish (an API error, a limit).
       showNotice(`The agent could not answer: ${data.error ?? "unknown error"}`);
       return;
     default:
-      // chat-user-message, done, task, events-lost: the state has moved on.
+      // chat-user-message, events-lost: the state has moved on.
       refresh();
   }
 }
@@ -733,10 +765,19 @@ function refusalsOf(entry) {
   return refused;
 }
 
+/** An entry's sub-agent groups, as a cache signature: which of its calls has one. */
+function subAgentsOf(entry, byCall) {
+  let groups = "";
+  for (const block of entry.content ?? []) {
+    if (startsSubAgent(block) && (agentOf(block) || byCall.has(block.toolId))) groups += `${block.toolId} `;
+  }
+  return groups;
+}
+
 /** A transcript entry's node. The same entry object is the same node at once; a fresh
  * copy read again is compared by content, so a re-read tail rebuilds only what grew. */
-function entryNode(entry) {
-  const refused = refusalsOf(entry);
+function entryNode(entry, byCall) {
+  const refused = refusalsOf(entry) + subAgentsOf(entry, byCall);
   const cached = nodeCache.get(entry.uuid);
   if (cached !== undefined && cached.refused === refused) {
     if (cached.entry === entry) return cached.node;
@@ -747,9 +788,162 @@ function entryNode(entry) {
       return cached.node;
     }
   }
-  const node = messageNode(entry, { refused: (block) => state.refusedTools.has(block.toolId) });
+  const node = shownEntryNode(entry, byCall);
   nodeCache.set(entry.uuid, { entry, refused, node });
   return node;
+}
+
+function shownEntryNode(entry, byCall) {
+  return messageNode(entry, {
+    refused: (block) => state.refusedTools.has(block.toolId),
+    subAgent: (block) => subAgentGroupNode(block, byCall),
+  });
+}
+
+// --- Sub-agents -------------------------------------------------------------------
+
+// The sub-agent folds built, by key, kept across renders: a rebuilt message takes its
+// calls' folds as they are (open or not, with what they have loaded).
+const subAgentGroups = new Map();
+const NO_INLINE_GROUPS = new Map();
+
+/** What a sub-agent was asked to do, for its fold's label. */
+function subAgentDescription(block) {
+  const input = block.input ?? {};
+  for (const key of ["description", "subagent_type", "prompt"]) {
+    if (typeof input[key] === "string" && input[key].trim() !== "") return input[key].trim();
+  }
+  return "";
+}
+
+/** The sub-agent a call names: its result's `agentId`, or the one a `task` event
+ * said it started (the call still running). */
+function agentOf(block) {
+  return block.agentId || state.startedAgents.get(block.toolId) || null;
+}
+
+/** The fold of the work a Task or Agent call started, or null when it has none to
+ * show: a sub-agent it names (read when opened), else the turns grouped under it. */
+function subAgentGroupNode(block, byCall) {
+  if (!startsSubAgent(block)) return null;
+  const session = state.shownSessionId;
+  const agentId = agentOf(block);
+  if (agentId !== null && session !== null) {
+    const key = `agent:${session}:${agentId}`;
+    let group = subAgentGroups.get(key);
+    if (group === undefined) {
+      group = { session, agentId, loaded: [], total: null, reading: null };
+      group.view = subAgentNode(subAgentDescription(block), {
+        onOpen: () => {
+          if (group.total === null || !group.finished) readSubAgent(group, { fromStart: true });
+        },
+        build: (entry) => shownEntryNode(entry, NO_INLINE_GROUPS),
+      });
+      subAgentGroups.set(key, group);
+    }
+    // A call without its result is still running: its fold reads again while open,
+    // and once more when the result comes (what the sub-agent did last).
+    const finished = block.resultSummary !== undefined;
+    if (finished && group.finished === false && group.total !== null) group.stale = true;
+    group.finished = finished;
+    return group.view.node;
+  }
+  const inline = byCall.get(block.toolId);
+  return inline === undefined ? null : inlineGroup(`call:${block.toolId}`, subAgentDescription(block), inline).node;
+}
+
+/** A fold of turns already in the session's history (Claude Code up to 1.0.x). */
+function inlineGroup(key, description, entries) {
+  let group = subAgentGroups.get(key);
+  if (group === undefined) {
+    group = { view: subAgentNode(description, { build: (entry) => shownEntryNode(entry, NO_INLINE_GROUPS) }) };
+    subAgentGroups.set(key, group);
+  }
+  const signature = entries.map((entry) => entry.uuid).join(" ");
+  if (group.signature !== signature) {
+    group.signature = signature;
+    group.view.show(entries);
+  }
+  return group.view;
+}
+
+/** A group with no call to stand under, as an item of the conversation. */
+function looseGroupNode({ entries }) {
+  const key = `loose:${entries[0].uuid}`;
+  const view = inlineGroup(key, "", entries);
+  const group = subAgentGroups.get(key);
+  if (group.item === undefined) {
+    group.item = document.createElement("li");
+    group.item.className = "message subagent-loose";
+    group.item.append(view.node);
+  }
+  return group.item;
+}
+
+/** Read a sub-agent's history into its fold: its first page again (`fromStart`, as
+ * much as was shown), or the next page after what is shown. */
+async function readSubAgent(group, { fromStart }) {
+  if (group.reading !== null) {
+    // A read asked for while one runs comes after it: it may see more.
+    if (fromStart) group.again = true;
+    return group.reading;
+  }
+  const offset = fromStart ? 0 : group.loaded.length;
+  const limit = fromStart ? Math.max(SUB_AGENT_PAGE_SIZE, group.loaded.length) : SUB_AGENT_PAGE_SIZE;
+  group.view.loading();
+  group.reading = (async () => {
+    try {
+      const page = await api.subAgentHistory(group.session, group.agentId, offset, Math.min(limit, 5000));
+      group.loaded = fromStart ? page.entries : [...group.loaded, ...page.entries];
+      group.total = page.total;
+      const more = group.loaded.length < group.total ? () => readSubAgent(group, { fromStart: false }) : null;
+      group.view.show(group.loaded, { total: group.total, more });
+    } catch (error) {
+      if (error instanceof api.ApiError && error.status === 404 && !group.finished) {
+        // Just started: Claude Code has not written its transcript yet.
+        group.view.show([], { total: 0 });
+      } else {
+        group.view.fail(`Could not read the sub-agent's work: ${error.message}`);
+      }
+    } finally {
+      group.reading = null;
+      group.view.loaded();
+    }
+    if (group.again) {
+      group.again = false;
+      await readSubAgent(group, { fromStart: true });
+    }
+  })();
+  return group.reading;
+}
+
+// How often, and how far apart at first, the page reads again for a call the CLI
+// has not written yet (it writes as it goes, a moment after it says so).
+const CALL_READS = 6;
+const CALL_READ_DELAY_MS = 150;
+
+/** Read the history until it shows the call `toolUseId` (a sub-agent's, started): the
+ * event can come before the call's line is in the transcript, and nothing else may
+ * come until the sub-agent ends. A few reads, each further apart. */
+async function readUntilShown(toolUseId) {
+  const shown = () =>
+    state.entries.some((entry) => (entry.content ?? []).some((block) => block.toolId === toolUseId));
+  for (let read = 0; read < CALL_READS; read += 1) {
+    await refresh();
+    if (shown() || state.viewing !== null) return;
+    await new Promise((resolve) => setTimeout(resolve, CALL_READ_DELAY_MS * 2 ** read));
+  }
+}
+
+/** The open folds of sub-agents still running, or just finished, read their work again. */
+function refreshRunningSubAgents() {
+  for (const group of subAgentGroups.values()) {
+    const due = !group.finished || group.stale === true;
+    if (group.agentId !== undefined && due && group.view.node.open && group.view.node.isConnected) {
+      group.stale = false;
+      readSubAgent(group, { fromStart: true });
+    }
+  }
 }
 
 /** Make `parent`'s children exactly `nodes`, touching only what differs: an earlier
@@ -847,16 +1041,21 @@ function render({ toBottom = false, keepPosition = false } = {}) {
   const distanceFromEnd = log.scrollHeight - log.scrollTop;
 
   const showingChat = state.viewing === null;
-  const joined = reconcilePending(state.entries, showingChat ? state.pending : []);
+  // A sub-agent's turns are folded under their calls, never the conversation's own.
+  const { main, byCall, loose } = groupSidechains(state.entries);
+  const joined = reconcilePending(main, showingChat ? state.pending : []);
   if (showingChat) retire(joined.pendingMessages);
 
   const nodes = [];
   const pendingUuids = new Set(state.pending.map((entry) => entry.uuid));
+  const looseAfter = new Map(loose.map((group) => [group.after, group]));
+  if (looseAfter.has(null)) nodes.push(looseGroupNode(looseAfter.get(null)));
   for (const entry of joined.messages) {
     if (pendingUuids.has(entry.uuid)) {
       nodes.push(pendingNode(entry));
     } else {
-      nodes.push(entryNode(entry));
+      nodes.push(entryNode(entry, byCall));
+      if (looseAfter.has(entry.uuid)) nodes.push(looseGroupNode(looseAfter.get(entry.uuid)));
     }
   }
   // Unanswered sends the join does not show (a photo with no text) still show until answered.

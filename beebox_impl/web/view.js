@@ -235,28 +235,45 @@ function photoAltText(entry, speaker, index, count) {
   return alt;
 }
 
+/** Who an entry is: the person, the box, or a sub-agent and the prompt it was given. */
+function speakerOf(entry) {
+  if (entry.sidechain === true) return entry.type === "user" ? "Sub-agent's task" : "Sub-agent";
+  return entry.type === "user" ? entry.user ?? "You" : "Box";
+}
+
 /**
  * A history entry (or a pending one: `state`, `previews`, `onRetry`) as a list item.
- * `refused(block)` says whether a failed tool call was refused by a person.
+ * `refused(block)` says whether a failed tool call was refused by a person;
+ * `subAgent(block)` gives the node of the sub-agent work a Task or Agent call
+ * started, shown under the call (null when there is none to show).
  */
-export function messageNode(entry, { state = null, previews = [], onRetry = null, refused = () => false } = {}) {
+export function messageNode(
+  entry,
+  { state = null, previews = [], onRetry = null, refused = () => false, subAgent = () => null } = {},
+) {
   const item = element("li", `message ${entry.type}`);
   item.dataset.uuid = entry.uuid;
+  if (entry.sidechain === true) item.classList.add("sidechain");
   if (state !== null) {
     item.dataset.state = state;
     item.classList.add("pending");
   }
-  const speaker = entry.type === "user" ? entry.user ?? "You" : "Box";
+  const speaker = speakerOf(entry);
   item.setAttribute("aria-label", `${speaker}, ${clockTime(entry.timestamp)}`);
   const content = entry.content ?? [];
   const photoCount = content.filter((block) => block.type === "image").length + previews.length;
   let photoIndex = 0;
   const context = {
-    markdown: entry.type === "assistant",
+    // The agent writes Markdown, and so does it in a sub-agent's task.
+    markdown: entry.type === "assistant" || entry.sidechain === true,
     photoAlt: () => photoAltText(entry, speaker, ++photoIndex, photoCount),
     refused,
   };
-  for (const block of content) item.append(contentBlock(block, context));
+  for (const block of content) {
+    item.append(contentBlock(block, context));
+    const work = block.type === "tool_use" ? subAgent(block) : null;
+    if (work !== null) item.append(work);
+  }
   // The photos of a message not yet in the transcript: the composer's own copies.
   for (const preview of previews) item.append(photo(preview, `${context.photoAlt()} (sending)`));
   const meta = element("div", "meta");
@@ -272,6 +289,57 @@ export function messageNode(entry, { state = null, previews = [], onRetry = null
   }
   item.append(meta);
   return item;
+}
+
+/**
+ * A sub-agent's work, folded under the call that started it: "Sub-agent: <what it
+ * was asked> · N steps", its turns listed below once opened. `onOpen` runs each time
+ * it is opened (a group fetched on demand loads then); `show(entries, {total,
+ * more})` fills it, `more` (when given) being a "Show more" action for what is not
+ * loaded yet; `fail(message)` says why it could not be read.
+ */
+export function subAgentNode(description, { onOpen = null, build = (entry) => messageNode(entry) } = {}) {
+  const details = element("details", "subagent");
+  const summary = element("summary");
+  const label = element("span", "subagent-label", `Sub-agent: ${description || "work"}`);
+  const steps = element("span", "subagent-steps");
+  summary.append(label, steps);
+  const log = element("ol", "subagent-log");
+  log.setAttribute("aria-label", `Sub-agent: ${description || "work"}`);
+  const note = element("p", "subagent-note");
+  note.hidden = true;
+  details.append(summary, log, note);
+  if (onOpen !== null) details.addEventListener("toggle", () => details.open && onOpen());
+  let moreButton = null;
+  return {
+    node: details,
+    show(entries, { total = entries.length, more = null } = {}) {
+      steps.textContent = ` · ${total} ${total === 1 ? "step" : "steps"}`;
+      log.replaceChildren(...entries.map(build));
+      note.hidden = true;
+      // A keyboard on "Show more" stays there, or on the fold once all is shown.
+      const hadFocus = moreButton !== null && moreButton === document.activeElement;
+      moreButton?.remove();
+      moreButton = null;
+      if (more !== null) {
+        moreButton = element("button", "subagent-more quiet", `Show more (${total - entries.length} left)`);
+        moreButton.type = "button";
+        moreButton.addEventListener("click", more);
+        details.append(moreButton);
+      }
+      if (hadFocus) (moreButton ?? summary).focus();
+    },
+    loading() {
+      details.setAttribute("aria-busy", "true");
+    },
+    loaded() {
+      details.removeAttribute("aria-busy");
+    },
+    fail(message) {
+      note.textContent = message;
+      note.hidden = false;
+    },
+  };
 }
 
 /** What a pending message's state reads as (for the page's announcements too). */

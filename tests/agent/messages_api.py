@@ -21,6 +21,11 @@ Scripting. Each ``POST /v1/messages`` takes the next answer a test queued with
   request that is not streamed gets the start of its body, then the cut).
 - `Garbled` — a ``200`` whose body is not the API's (event lines that are not JSON).
 
+`MessagesApiDouble.script_for` queues answers for the requests a predicate picks
+out (a sub-agent's, told from the main agent's by the prompt it was given): such a
+request takes the next of those before anything `script` queued, so a test scripts
+two conversations that interleave however the CLI orders them.
+
 A request with nothing scripted is answered by the double's ``fallback`` answer
 (by default a short text) and counted in `MessagesApiDouble.unscripted`, so a
 test can insist that the CLI asked exactly what it scripted. A request that is
@@ -248,6 +253,8 @@ class MessagesApiDouble:
         self.fallback: Answer = fallback if fallback is not None else Reply.text("(unscripted)")
         self._lock = threading.Condition()
         self._script: deque[Answer] = deque()
+        # `script_for`'s queues, each with the predicate that picks its requests.
+        self._picked: list[tuple[Callable[[Recorded], bool], deque[Answer]]] = []
         self._requests: list[Recorded] = []
         self.unscripted = 0
         # Called in the server's thread as each messages request arrives, before it is
@@ -284,11 +291,17 @@ class MessagesApiDouble:
         with self._lock:
             self._script.extend(answers)
 
+    def script_for(self, picks: Callable[[Recorded], bool], *answers: Answer) -> None:
+        """Queue ``answers`` for the messages requests ``picks`` accepts, in order;
+        such a request takes them before the answers `script` queued."""
+        with self._lock:
+            self._picked.append((picks, deque(answers)))
+
     @property
     def pending(self) -> int:
-        """Scripted answers not yet given."""
+        """Scripted answers not yet given (`script`'s and `script_for`'s)."""
         with self._lock:
-            return len(self._script)
+            return len(self._script) + sum(len(queue) for _, queue in self._picked)
 
     @property
     def requests(self) -> list[Recorded]:
@@ -321,7 +334,11 @@ class MessagesApiDouble:
         with self._lock:
             answer: Answer | None = None
             if method == "POST" and path.split("?", maxsplit=1)[0] == "/v1/messages":
-                if self._script:
+                asked = Recorded(method, path, headers, body, None)
+                picked = next((q for picks, q in self._picked if q and picks(asked)), None)
+                if picked is not None:
+                    answer = picked.popleft()
+                elif self._script:
                     answer = self._script.popleft()
                 else:
                     answer = self.fallback
