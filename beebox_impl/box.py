@@ -1,8 +1,8 @@
 """A box: one folder, its layout on disk, and the one composition root.
 
-DESIGN.md §3 (the layout), §4 ("Embedding": `Box.open(path, engine=…, clock=…)`
-and async methods on it; the HTTP adapter is one consumer of that API, not the
-owner of any rule).
+`docs/design.md#design-3` (§3, the layout) and `docs/design.md#design-4-embedding`
+(§4, embedding: `Box.open(path, engine=…, clock=…)` and async methods on it; the
+HTTP adapter is one consumer of that API, not the owner of any rule).
 
 The layout `init_box` makes (idempotent; ``bbx init``)::
 
@@ -131,7 +131,7 @@ TOKEN_BYTES: Final = 32
 
 @dataclass(frozen=True)
 class BoxPaths:
-    """Where a box keeps each thing (DESIGN.md §3); ``root`` is absolute."""
+    """Where a box keeps each thing (`docs/design.md#design-3`); ``root`` is absolute."""
 
     root: Path
 
@@ -212,7 +212,7 @@ def read_token(paths: BoxPaths) -> str:
 
 
 def init_box(path: Path) -> BoxPaths:
-    """Create the layout of DESIGN.md §3 at ``path`` (idempotent; see the module doc)."""
+    """Create a box's layout (`docs/design.md#design-3`) at ``path``; idempotent (module doc)."""
     paths = BoxPaths(path.expanduser().resolve())
     for folder in (paths.root, paths.state_dir, paths.review_state_dir, paths.husk_dir):
         folder.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """The box's HTTP routes: one table, from which the dispatch and the OpenAPI document come.
 
-Spec sources: DESIGN.md §4 (the routes), `original-facts.md` §1.7 (the media
-route's statuses, bodies and headers) and §2.1–§2.4 (send, bootstrap, history).
+Spec sources: `docs/design.md#design-4` (§4, the routes), `docs/sources.md#facts-1-7`
+(§1.7, the media route's statuses, bodies and headers) and §2.1–§2.4 (send,
+bootstrap, history).
 
 Each `Route` names its path (an OpenAPI path template), its methods, what it
 answers with which status, and the function that serves it. A handler runs in
@@ -293,7 +294,7 @@ def _media(exchange: Exchange) -> Reply:
     return error_reply(found.status_hint, MEDIA_MISSING_MESSAGES[found.status_hint])
 
 
-# original-facts §1.7: a line too large to read is 413; every other miss is one 404
+# §1.7: a line too large to read is 413; every other miss is one 404
 # (`MediaMissing.status_hint`).
 MEDIA_MISSING_MESSAGES: Final = {413: "Transcript entry too large to read", 404: "Not found"}
 

@@ -1,7 +1,7 @@
 """`chat.history` and the media route's read: transcripts of the box, read off the loop.
 
-Spec sources: `original-facts.md` §2.4 (history shapes: tail or page, ``total``; a
-session with no readable log reads as empty) and §1.7 (one photo by reference,
+Spec sources: `docs/sources.md#facts-2-4` (§2.4, history shapes: tail or page,
+``total``; a session with no readable log reads as empty) and §1.7 (one photo by reference,
 read only from the box's own transcripts).
 
 The reading itself is `beebox_impl.transcript` (proven equal to the spec); this

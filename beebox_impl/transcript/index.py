@@ -1,4 +1,7 @@
-"""Per-transcript offset indexes, and the cache that keeps them (DESIGN.md §5).
+"""Per-transcript offset indexes, and the cache that keeps them.
+
+Why they exist: `docs/design.md#design-5-offset-index` (§5: a photo costs one seek)
+and `docs/design.md#design-5-tail-reads` (§5: a page read uses an offset index).
 
 An index records, for one file as it was at one `(path, device, inode, size,
 mtime)`, where every line sits and what it contributes: which lines yield history

@@ -1,7 +1,7 @@
 """Where a box's transcripts live: Claude Code's projects layout.
 
-DESIGN.md §3 and `transcript-format.md` §1: the engine writes a session's
-transcript to ``<projects root>/<encoded box path>/<sessionId>.jsonl``. The
+`docs/design.md#design-3` and `docs/sources.md#format-1` (§1): the engine writes a
+session's transcript to ``<projects root>/<encoded box path>/<sessionId>.jsonl``. The
 projects root is where Claude Code itself writes: ``$CLAUDE_CONFIG_DIR/projects``
 when that is set, else ``~/.claude/projects``; ``BBX_CLAUDE_PROJECTS_DIR`` overrides
 both (tests and hosts point it elsewhere). The offline echo engine files its
@@ -21,7 +21,7 @@ path, but not the same hash. So a long path is found by its 200-character prefix
 A sub-agent (the work a Task or Agent call starts) has a transcript of its own,
 beside the session's: ``<sessionId>/subagents/agent-<agentId>.jsonl``, or deeper
 under ``subagents`` (``subagents/workflows/<runId>/agent-<agentId>.jsonl``), as
-Claude Code 2.x files them (transcript-format §1). `locate_sub_agent_transcript`
+Claude Code 2.x files them (`docs/sources.md#format-1`). `locate_sub_agent_transcript`
 finds it there and nowhere else: the direct path first, then the first match in
 name order at most `MAX_SUB_AGENT_DEPTH` folders down, never through a link.
 
@@ -66,7 +66,7 @@ __all__ = [
 PROJECTS_DIR_ENV = "BBX_CLAUDE_PROJECTS_DIR"
 # Claude Code's own config folder; it files transcripts under its `projects/`.
 CLAUDE_CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
-# transcript-format §1: longer encoded names are cut here and given a hash suffix.
+# `docs/sources.md#format-1`: longer encoded names are cut here and given a hash suffix.
 MAX_ENCODED_LENGTH = 200
 
 _NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")

@@ -2,8 +2,8 @@
 
 Proven equal to the spec's route: `find_media_line` to
 `beebox_spec.media.find_line_by_uuid` over the file's lines (the line whose own
-top-level `uuid` is the id, DESIGN.md §5; a candidate over `MAX_MEDIA_LINE_BYTES`
-answers too-large), and `fetch_media` to that lookup followed by
+top-level `uuid` is the id, `docs/design.md#design-5-line-lookup`; a candidate over
+`MAX_MEDIA_LINE_BYTES` answers too-large), and `fetch_media` to that lookup followed by
 `beebox_spec.media.extract_media` on the line found, reasons included.
 
 The lookup asks the file's index first (`beebox_impl.transcript.index`): one seek

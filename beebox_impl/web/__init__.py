@@ -1,8 +1,8 @@
 """The chat page: static files kept in the package, and the headers they are served with.
 
-DESIGN.md §4 ("`GET /` serves a small chat page"); ``docs/web.md``. The page is
-plain HTML, CSS and JavaScript modules in this folder: no build step, no framework,
-nothing fetched from elsewhere, so it works offline. The HTTP adapter serves
+`docs/design.md#design-4` (§4: `GET /` is the box's own chat page); ``docs/web.md``.
+The page is plain HTML, CSS and JavaScript modules in this folder: no build step, no
+framework, nothing fetched from elsewhere, so it works offline. The HTTP adapter serves
 ``index.html`` at ``/`` and the other files at ``/static/<name>``
 (`beebox_impl.http.routes`); both are public, and everything the page reads comes
 from ``/api``, which needs the token (the HttpOnly cookie the login URL sets).

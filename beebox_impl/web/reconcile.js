@@ -1,9 +1,10 @@
 // The page's copy of the one client-side join of a message's two records.
 //
 // Spec: beebox_spec/reconcile.py (normalize_for_compare, merge_accepted_into_pending,
-// reconcile_pending), after original-facts §2.5. This is the only JavaScript copy of
-// these rules; tests/web/test_reconcile_js.py runs every conformance/vectors/reconcile
-// vector through it under Node, so it cannot drift from the Python spec unnoticed.
+// reconcile_pending), after `docs/sources.md#facts-2-5` (§2.5). This is the only
+// JavaScript copy of these rules; tests/web/test_reconcile_js.py runs every
+// conformance/vectors/reconcile vector through it under Node, so it cannot drift from
+// the Python spec unnoticed.
 //
 // A send is answered once the box has *recorded* it (the acceptance record); the
 // engine writes the *transcript* later. The page shows its own optimistic copies and

@@ -1,7 +1,7 @@
 """`GET /api/chat/sessions`: the box's chat sessions as their husk cards name them.
 
-A husk card (``<box>/_content/chat/web/*.chat.card``, original-facts §4.1) is the
-box's record of one chat session: YAML front matter with ``session`` and, once
+A husk card (``<box>/_content/chat/web/*.chat.card``, `docs/sources.md#facts-4-1`) is
+the box's record of one chat session: YAML front matter with ``session`` and, once
 the nightly review has read it, ``title`` and ``contains``. The page lists them
 so a person can find an old conversation by what it was about. Cards are read
 with the review's own reader (`beebox_impl.review.cards`), so a card means the
