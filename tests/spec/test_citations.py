@@ -8,10 +8,17 @@ The spec cites its sources in three forms (`docs/sources.md` states the scheme):
   link's text, must be the anchor's own (`#facts-1-4` is §1.4; `#design-5-…` is
   §5), and further numbers in that parenthesis must name sections of the same
   document. A quoted heading there must begin the anchor's heading;
-- a bare `§N.M`, which always means `docs/sources.md#facts-N-M`;
+- a bare `§N.M`, which always means `docs/sources.md#facts-N-M` (in code, and in
+  spec-decisions.md; other pages use § for their own sections). A § right after
+  `RFC <n>` or `issue <n>` is a section of that document, not a bare one;
 - nothing else: a citation that names one of the outside documents the spec was
   written from (`original-facts.md`, `DESIGN.md`, …) cannot be checked by a reader
   who has only the repository.
+
+In code, a page named as `docs/<page>.md` must exist, and an anchor after it
+(`docs/spec-decisions.md#line-lookup`) must be one the page defines.
+`tests/test_citations_outside_spec.py` applies these rules, unchanged, to the
+implementation, the conformance runner, the tests, the benches and the other docs.
 """
 
 from __future__ import annotations
@@ -28,9 +35,6 @@ DOCS = ROOT / "docs"
 ANCHORED = {"sources": DOCS / "sources.md", "design": DOCS / "design.md"}
 SPEC_FILES = sorted((ROOT / "beebox_spec").rglob("*.py"))
 MARKDOWN_FILES = [DOCS / "spec-decisions.md", DOCS / "sources.md", DOCS / "design.md"]
-# Files whose bare § are citations of the facts (in sources.md and design.md a
-# bare § is a heading or a section of the page itself).
-BARE_SECTION_FILES = {*SPEC_FILES, DOCS / "spec-decisions.md"}
 
 ANCHOR = re.compile(r'<a id="([a-z0-9-]+)"></a>')
 PY_LINK = re.compile(r"docs/(sources|design)\.md#([a-z0-9-]+)`?")
@@ -38,6 +42,11 @@ MD_LINK = re.compile(r"\[([^\]]*)\]\((sources|design)\.md#([a-z0-9-]+)\)")
 # Any link to the two documents: each must be one of the two forms above.
 ANY_LINK = re.compile(r"(?:sources|design)\.md#[\w-]*")
 SECTION = re.compile(r"§\s?(\d+(?:\.\d+)?)")
+# Sections of another named document ("RFC 9110 §5.1, §5.6.2", "issue 9 §3"): not
+# the facts, so not bare.
+NAMED_SECTIONS = re.compile(r"\b(?:RFC|issue) \d+ §[\d.]+(?:(?:, | and |–)§[\d.]+)*")
+# A page of the repository's docs named from code, with the anchor it may link to.
+DOC_PAGE = re.compile(r"docs/([\w-]+\.md)(?:#([a-z0-9-]+))?")
 QUOTED = re.compile(r'\s*"([^"]+)"')
 # The parenthesis right after a Python link (one level of parentheses inside it):
 # what it says belongs to the link.
@@ -109,6 +118,55 @@ def check_link(document: str, anchor: str, numbers: list[str], quoted: str | Non
     return problems
 
 
+@cache
+def page_anchors(page: str) -> frozenset[str] | None:
+    """The anchors `docs/<page>` defines, or None when the page is not in the repository."""
+    path = DOCS / page
+    return frozenset(ANCHOR.findall(path.read_text(encoding="utf-8"))) if path.is_file() else None
+
+
+def check_doc_page(page: str, anchor: str | None) -> list[str]:
+    """What is wrong with naming `docs/<page>` (and `#anchor`) from code."""
+    found = page_anchors(page)
+    if found is None:
+        return [f"docs/{page} is not in the repository"]
+    # A link to sources.md or design.md is checked, section and all, as a citation.
+    if anchor is not None and page.removesuffix(".md") not in ANCHORED and anchor not in found:
+        return [f"docs/{page} has no #{anchor}"]
+    return []
+
+
+# What one kind of check found in a text: how many citations it read, and each
+# problem with the position it was found at.
+Found = tuple[int, list[tuple[int, str]]]
+
+
+def check_doc_pages(text: str) -> Found:
+    """Check each page of docs/ that code names; sources.md and design.md links are
+    counted (and checked, section and all) as links."""
+    pages = list(DOC_PAGE.finditer(text))
+    cited = sum(page.group(1).removesuffix(".md") not in ANCHORED for page in pages)
+    return cited, [
+        (page.start(), problem) for page in pages for problem in check_doc_page(*page.groups())
+    ]
+
+
+def check_bare_sections(text: str, claimed: list[tuple[int, int]]) -> Found:
+    """Check each bare § outside the `claimed` spans (a link's, another document's)."""
+    claimed = claimed + [named.span() for named in NAMED_SECTIONS.finditer(text)]
+    bare = [
+        section
+        for section in SECTION.finditer(text)
+        if not any(start <= section.start() < end for start, end in claimed)
+    ]
+    # A bare § is a section of the facts read off the original.
+    return len(bare), [
+        (section.start(), f"§{section.group(1)} is not a section of docs/sources.md")
+        for section in bare
+        if section_anchor("facts", section.group(1)) not in anchors("sources")
+    ]
+
+
 def _blank(match: re.Match[str]) -> str:
     return " " * len(match.group())
 
@@ -147,30 +205,35 @@ def check_text(text: str, *, markdown: bool, bare_sections: bool) -> Checked:
         unread = form.sub(_blank, unread)
     for stray in ANY_LINK.finditer(unread):
         report(stray.start(), f"{stray.group()} is not a citation this test reads")
+    checks = [check_doc_pages(text)] if not markdown else []
     if bare_sections:
-        for bare in SECTION.finditer(text):
-            if any(start <= bare.start() < end for start, end in claimed):
-                continue
-            citations += 1
-            # A bare § is a section of the facts read off the original.
-            if section_anchor("facts", bare.group(1)) not in anchors("sources"):
-                report(bare.start(), f"§{bare.group(1)} is not a section of docs/sources.md")
+        checks.append(check_bare_sections(text, claimed))
+    for cited, found in checks:
+        citations += cited
+        for position, problem in found:
+            report(position, problem)
     for outside in OUTSIDE.finditer(text):
         citations += 1
         report(outside.start(), f"{outside.group()!r} names a document outside the repository")
     return Checked(citations, problems)
 
 
+def reads_bare_sections(path: Path) -> bool:
+    """Whether a bare § in `path` cites the facts: in code and in spec-decisions.md (in
+    sources.md, design.md and the guides a bare § is a heading or the page's own)."""
+    return path.suffix != ".md" or path == DOCS / "spec-decisions.md"
+
+
 def check_file(path: Path) -> Checked:
+    text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":
         # Links inside sources.md and design.md to their own anchors use "(#id)".
-        text = path.read_text(encoding="utf-8")
         if path.parent == DOCS and path.stem in ANCHORED:
             text = text.replace("](#", f"]({path.stem}.md#")
-        return check_text(text, markdown=True, bare_sections=path in BARE_SECTION_FILES)
-    return check_text(
-        path.read_text(encoding="utf-8"), markdown=False, bare_sections=path in BARE_SECTION_FILES
-    )
+        # The README links into docs/ from the repository's root.
+        if path.parent == ROOT:
+            text = text.replace("](docs/", "](")
+    return check_text(text, markdown=path.suffix == ".md", bare_sections=reads_bare_sections(path))
 
 
 @pytest.mark.parametrize(
@@ -210,6 +273,10 @@ def test_every_spec_module_with_rules_cites_a_source() -> None:
         ("[§9.9](sources.md#facts-9-9)", "sources.md has no #facts-9-9"),
         ("[§1.5](sources.md#facts-1-4)", "#facts-1-4 is not §1.5"),
         ("[design](design.md#design-9)", "design.md has no #design-9"),
+        # Only the § right after the RFC is the RFC's.
+        ("RFC 9110 §5.1; §5.9", "§5.9 is not a section of docs/sources.md"),
+        ("see `docs/no-such-page.md`", "docs/no-such-page.md is not in the repository"),
+        ("`docs/spec-decisions.md#made-up`", "docs/spec-decisions.md has no #made-up"),
     ],
 )
 def test_a_made_up_citation_is_caught(text: str, problem: str) -> None:
@@ -225,3 +292,8 @@ def test_a_true_citation_passes() -> None:
         " `docs/sources.md#format-2` (§2–§4), `docs/design.md#design-5-line-lookup` (§5)"
     )
     assert check_text(text, markdown=False, bare_sections=True) == Checked(7, [])
+
+
+def test_a_section_of_another_named_document_is_not_a_citation_of_the_facts() -> None:
+    text = "a token (RFC 9110 §5.1, §5.6.2); obs-fold (RFC 9112 §5.2); issue 9 §3 and §4"
+    assert check_text(text, markdown=False, bare_sections=True) == Checked(0, [])
