@@ -4,9 +4,11 @@
 `beebox_spec` with the three pages it rests on. This test applies the same rules,
 imported, to everything else a reader meets: the Python of `beebox_impl`,
 `conformance`, `tests`, `bench`, `fuzz` and `examples`, the page's own JavaScript, every
-other page of `docs/`, and the README. A comment that cites `DESIGN.md §5` or
-`original-facts.md` §2.1 sends a reader to a document the repository does not hold;
-it cites `docs/design.md#design-5-persisted-queue` or `docs/sources.md#facts-2-1`.
+other page of `docs/`, the README, and the description of each conformance vector file
+(the one place a vector file says what it pins down; its cases are data). A comment
+that cites `DESIGN.md §5` or `original-facts.md` §2.1 sends a reader to a document the
+repository does not hold; it cites `docs/design.md#design-5-persisted-queue` or
+`docs/sources.md#facts-2-1`.
 
 What is not a citation: a path to data that lives beside the repository, such as the
 transcript corpus a test reads when it is there (`/work/shared/corpus/…`, its
@@ -24,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.runner import PACKAGED_VECTORS, find_vector_files
+from conformance.vectorfile import load_vector_file
 from tests.spec.test_citations import MARKDOWN_FILES, ROOT, check_file, check_text
 
 CODE_FOLDERS = ("beebox_impl", "conformance", "tests", "bench", "fuzz", "examples")
@@ -49,12 +53,20 @@ PAGES = [
     ROOT / "README.md",
 ]
 FILES = [*CODE_FILES, *SCRIPTS, *PAGES]
+VECTOR_FILES = sorted(find_vector_files([PACKAGED_VECTORS]))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_citation_resolves_in_the_repository(path: Path) -> None:
     checked = check_file(path)
     assert not checked.problems, f"{path.relative_to(ROOT)}:\n" + "\n".join(checked.problems)
+
+
+@pytest.mark.parametrize("path", VECTOR_FILES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_citation_in_a_vector_description_resolves(path: Path) -> None:
+    description = load_vector_file(path).description
+    problems = check_text(description, markdown=False, bare_sections=True).problems
+    assert not problems, f"{path.relative_to(ROOT)}: " + "; ".join(problems)
 
 
 def test_the_check_reads_the_citations_of_the_implementation() -> None:
