@@ -100,11 +100,13 @@ The rules, in the order a reader meets them:
    `beebox_spec.sdk_messages` says under "Live text". A ``stream_event`` is a piece
    of a message, not a message: it is not emitted as ``message``. Each message moves
    the session's live text as `sdk_messages.live_text_after` says, and a text delta
-   is emitted as ``turn-delta`` (its text), in order. The run's close drops the live
-   text, and a run the session asked to close (stop, reset, restart, a refused turn)
-   streams none: its text deltas are not emitted and the live text reads None
-   (`session_live_text`) from the request on. The live text is the session's state
-   only; it enters no effect but ``turn-delta``.
+   is emitted as ``turn-delta``, in order: its text, and whether it is the first of
+   its message (`sdk_messages.LiveTextDelta`: the live text was None before it, so
+   a listener drops what streamed before, a retried attempt's text included). The
+   run's close drops the live text, and a run the session asked to close (stop,
+   reset, restart, a refused turn) streams none: its text deltas are not emitted and
+   the live text reads None (`session_live_text`) from the request on. The live
+   text is the session's state only; it enters no effect but ``turn-delta``.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -164,6 +166,7 @@ from beebox_spec.run_protocol import (
 )
 from beebox_spec.sdk_messages import (
     AdaptedMessage,
+    LiveTextDelta,
     accumulate_assistant_text,
     live_text_after,
     text_delta,
@@ -589,10 +592,11 @@ def _partial_message(
     # A run the session asked to close streams no live text.
     if state.close_requested:
         return ChatSessionStep(state, tuple(effects))
+    first = state.live_text is None
     state = replace(state, live_text=live_text_after(state.live_text, message))
     delta = text_delta(message)
     if delta is not None:
-        effects.append(Emit("turn-delta", delta))
+        effects.append(Emit("turn-delta", LiveTextDelta(delta, first)))
     return ChatSessionStep(state, tuple(effects))
 
 

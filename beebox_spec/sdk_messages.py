@@ -94,6 +94,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, NotRequired, TypeAlias, TypedDict, assert_never
 
 from beebox_spec.entries import JsonObject, JsonValue
@@ -107,6 +108,7 @@ __all__ = [
     "AdaptedMessage",
     "AssistantMessage",
     "AssistantMessageBody",
+    "LiveTextDelta",
     "ResultMessage",
     "StreamEventMessage",
     "SystemInitMessage",
@@ -650,6 +652,17 @@ def text_delta(message: AdaptedMessage) -> str | None:
     ):
         return None
     return _non_empty_string(delta.get("text"))
+
+
+@dataclass(frozen=True)
+class LiveTextDelta:
+    """A text delta as a listener of the live text receives it: its ``text``, and
+    whether it is the ``first`` of its message (the live text was None before it),
+    so that the listener drops what streamed before (a failed attempt's text, which a
+    retry's ``message_start`` dropped, or a message already complete)."""
+
+    text: str
+    first: bool
 
 
 def live_text_after(live: str | None, message: AdaptedMessage) -> str | None:

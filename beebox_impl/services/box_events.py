@@ -129,9 +129,12 @@ class NoData(TypedDict):
 
 class TurnDeltaData(TypedDict):
     """``turn-delta``: a piece of the assistant message in progress, to append to its
-    text so far; the ``message`` event that follows carries the message whole."""
+    text so far, or, ``first``, to start it again with (what streamed before was a
+    retried attempt's, or a message now complete); the ``message`` event that follows
+    carries the message whole."""
 
     text: str
+    first: bool
 
 
 class TurnTextData(TypedDict):
@@ -276,7 +279,9 @@ def chat_event_data(event: ChatEvent) -> BoxEventData:
             return {"message": message}
         case Done():
             return {}
-        case TurnDelta(text=text) | TurnText(text=text):
+        case TurnDelta(text=text, first=first):
+            return {"text": text, "first": first}
+        case TurnText(text=text):
             return {"text": text}
         case Closed(code=code):
             return {"code": code}

@@ -979,10 +979,11 @@ class ChatSession:
         # A run the session asked to close streams no live text.
         if handle.close_requested:
             return
+        first = self._live_text is None
         self._live_text = live_text_after(self._live_text, message)
         delta = text_delta(message)
         if delta is not None:
-            self._events.publish(TurnDelta(delta))
+            self._events.publish(TurnDelta(delta, first))
 
     async def _on_close(self, handle: ChatRun) -> None:
         await self._perform(self._run_ended(handle))

@@ -119,10 +119,11 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class TurnDelta:
-    """A piece of the assistant message in progress, to append to the live text
-    (`beebox_spec.sdk_messages`, "Live text")."""
+    """A piece of the assistant message in progress, to append to the live text, or
+    to start it again with when ``first`` (`beebox_spec.sdk_messages.LiveTextDelta`)."""
 
     text: str
+    first: bool
     name: ClassVar[Literal["turn-delta"]] = "turn-delta"
 
 

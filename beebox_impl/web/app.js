@@ -563,7 +563,9 @@ function onEvent(name, data) {
     case "turn-delta":
       // A piece of the assistant's text: shown at once, the finished message replaces it.
       if (state.viewing === null && typeof data.text === "string") {
-        state.streaming += data.text;
+        // `first`: a new message's first piece; what streamed before (a retried
+        // attempt's text) is not part of it.
+        state.streaming = data.first ? data.text : state.streaming + data.text;
         renderStreamingSoon();
       }
       return;

@@ -16,7 +16,7 @@ from beebox_impl.services import SendRequest, TurnStarted
 from beebox_impl.transcript import TailSlice
 from tests.agent.box_support import LoggedEvent, claude_box
 from tests.agent.claude_cli import OfflineClaude
-from tests.agent.messages_api import MessagesApiDouble, Reply, Text
+from tests.agent.messages_api import Drop, MessagesApiDouble, Reply, Text
 
 pytestmark = pytest.mark.anyio
 
@@ -71,3 +71,22 @@ async def test_a_streamed_reply_shows_piece_by_piece_then_whole_once(
     assert after["liveText"] is None
     (text,) = log.named("turn-text")
     assert text.data == {"text": REPLY}
+
+
+async def test_a_dropped_attempt_leaves_the_live_text_to_the_retry(
+    tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
+) -> None:
+    # The API cuts the first attempt after some text; the CLI asks again. Claude Code
+    # 2.1.332 says none of the cut attempt's deltas, and the retry's first piece is
+    # marked `first`: the live text is the retry's alone. (A CLI that did say them
+    # would be covered by the mark: tests/spec/test_live_text.py,
+    # tests/web/test_live_text_browser.py.)
+    api.script(Drop("half an answer"), Reply.text("the whole answer, at last"))
+    async with claude_box(tmp_path / "box", claude) as (box, log):
+        await box.send(SendRequest("hello", message_id="m-1"))
+        (text,) = await log.wait_for_name("turn-text")
+    assert len(api.message_requests) == 2
+    deltas = [event.data for event in log.events if event.name == "turn-delta"]
+    assert [data["first"] for data in deltas] == [True] + [False] * (len(deltas) - 1)
+    assert "".join(data["text"] for data in deltas) == "the whole answer, at last"
+    assert text.data == {"text": "the whole answer, at last"}

@@ -30,6 +30,7 @@ from beebox_spec.chat_session import (
 from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import (
     AdaptedMessage,
+    LiveTextDelta,
     accumulate_assistant_text,
     adapt_sdk_message,
     assistant_text,
@@ -218,12 +219,25 @@ def test_text_deltas_are_turn_deltas_in_order_and_not_messages() -> None:
     steps += arrive(steps[-1].state, delta("lo"), stream_event({"type": "content_block_stop"}))
     assert [step.effects for step in steps] == [
         (),
-        (Emit("turn-delta", "Hel"),),
+        (Emit("turn-delta", LiveTextDelta("Hel", first=True)),),
         (),
-        (Emit("turn-delta", "lo"),),
+        (Emit("turn-delta", LiveTextDelta("lo", first=False)),),
         (),
     ]
     assert observe(steps[-1].state).live_text == "Hello"
+
+
+def test_a_retrys_first_delta_tells_the_listener_to_start_again() -> None:
+    # The CLI retries a stream the API cut: a new message_start, and the text again
+    # from its start. A listener that only appended would show "HelHello".
+    cut = arrive(streaming(), MESSAGE_START, delta("Hel"))
+    retried = arrive(cut[-1].state, MESSAGE_START, delta("Hello"), delta("!"))
+    assert [step.effects for step in retried] == [
+        (),
+        (Emit("turn-delta", LiveTextDelta("Hello", first=True)),),
+        (Emit("turn-delta", LiveTextDelta("!", first=False)),),
+    ]
+    assert observe(retried[-1].state).live_text == "Hello!"
 
 
 def test_the_complete_message_replaces_the_live_text_and_the_result_ends_it() -> None:

@@ -77,7 +77,7 @@ from beebox_spec.permissions import (
     PermissionTimedOut,
     PermissionWithdrawn,
 )
-from beebox_spec.sdk_messages import adapt_sdk_message
+from beebox_spec.sdk_messages import LiveTextDelta, adapt_sdk_message
 from tests.stateful.harness import (
     HeldRun,
     HoldingEngine,
@@ -231,8 +231,8 @@ def event_as_spec(event: ChatEvent) -> tuple[str, object]:
             return (event.name, task)
         case Done():
             return (event.name, None)
-        case TurnDelta(text=text):
-            return (event.name, text)
+        case TurnDelta(text=text, first=first):
+            return (event.name, LiveTextDelta(text, first))
         case TurnText(text=text):
             return (event.name, text)
         case Closed(code=code):

@@ -32,8 +32,8 @@ def sse(*events: tuple[str, dict[str, Any]]) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
-def delta(text: str) -> tuple[str, dict[str, Any]]:
-    return ("turn-delta", {"text": text})
+def delta(text: str, *, first: bool = False) -> tuple[str, dict[str, Any]]:
+    return ("turn-delta", {"text": text, "first": first})
 
 
 def assistant(uuid: str, text: str) -> tuple[str, dict[str, Any]]:
@@ -105,6 +105,28 @@ def test_pieces_show_as_they_come_and_the_finished_message_replaces_them(
     expect(streaming(page)).to_have_text("A second message, cut short")
     expect(streaming(page)).to_have_count(0, timeout=WAIT_MS)
     expect(finished).to_have_count(1)
+    assert problems == []
+    context.close()
+
+
+def test_a_retried_attempts_text_goes_when_the_retry_streams(
+    browser: Browser, served_box: Callable[..., ServedBox]
+) -> None:
+    # The API cut the first attempt mid-text and the CLI asked again: the retry's
+    # first piece comes marked `first`, and the page shows it alone, not after the
+    # cut attempt's ("Hel" then "Hello" must not read "HelHello").
+    expect = _expect()
+    served = served_box(gated=True)
+    context, page, problems = open_busy_page(
+        browser,
+        served,
+        [
+            sse(delta("The first attempt, cu", first=True)),
+            sse(delta("The answer", first=True), delta(" again, whole.")),
+        ],
+    )
+    expect(streaming(page)).to_have_text("The answer again, whole.")
+    expect(page.locator(".message", has_text="first attempt")).to_have_count(0)
     assert problems == []
     context.close()
 

@@ -64,7 +64,8 @@ async def test_the_text_streams_as_turn_deltas_and_a_reload_reads_it_so_far(
     assert mid_turn["liveText"] == "".join(PIECES[:2])
     assert after["liveText"] is None
     deltas = [data for name, data in received if name == "turn-delta"]
-    assert deltas == [{"text": piece} for piece in PIECES]
+    # The first piece starts the message's live text; the others add to it.
+    assert deltas == [{"text": piece, "first": index == 0} for index, piece in enumerate(PIECES)]
     names = [name for name, _ in received]
     whole = [
         index
