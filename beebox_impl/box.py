@@ -607,10 +607,13 @@ class Box:
         _refuse_on_the_loop("send_from_thread", "send")
         return self._send_service.send_from_thread(request, sender, run_on_loop)
 
-    async def history(self, session_id: str, window: HistorySlice) -> SessionHistory:
-        """`chat.history`: a slice of ``session_id``'s transcript."""
+    async def history(
+        self, session_id: str, window: HistorySlice, *, agent: str | None = None
+    ) -> SessionHistory:
+        """`chat.history`: a slice of ``session_id``'s transcript, or with ``agent`` of
+        that sub-agent's (as `read_history` says, with its errors)."""
         self._check_open()
-        return await self._history_service.history(session_id, window)
+        return await self._history_service.history(session_id, window, agent=agent)
 
     def read_history(
         self, session_id: str, window: HistorySlice, *, agent: str | None = None

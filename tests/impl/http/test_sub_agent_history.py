@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from beebox_impl.services.history import SubAgentNotFound
+from beebox_impl.transcript import TailSlice
 from tests.impl.http.support import served_box, wait_idle
 
 pytestmark = pytest.mark.anyio
@@ -100,3 +102,16 @@ async def test_the_chats_own_session_is_the_default_and_misses_are_typed(tmp_pat
         # Bootstrap takes no agent: the page reads sub-agents through history alone.
         boot = await client.call("GET", f"/api/chat/bootstrap?agent={AGENT}")
         assert boot.status == 400
+
+
+async def test_an_embedding_host_reads_a_sub_agent_on_the_loop_too(tmp_path: Path) -> None:
+    # `Box.history` (on the loop) takes the same `agent` as `Box.read_history`.
+    async with served_box(tmp_path) as (box, _client, _):
+        _write_session(box._history_service.transcript_path(SESSION))
+        history = await box.history(SESSION, TailSlice(2), agent=AGENT)
+        assert (history["total"], [entry["uuid"] for entry in history["entries"]]) == (
+            3,
+            ["s-2", "s-3"],
+        )
+        with pytest.raises(SubAgentNotFound):
+            await box.history(SESSION, TailSlice(2), agent="a0000000")
