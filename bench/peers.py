@@ -74,8 +74,9 @@ from report import Row, load_average, print_table
 
 TAIL: Final = 200
 PAGE: Final = (0, 2000)
-# The floor row: what a warm history stands on, beebox excepted (`floor_command`).
+# The floor rows: what a command stands on, beebox excepted (`floor_command`).
 FLOOR: Final = "history's imports, beebox's own excepted"
+PHASES_FLOOR: Final = "phases's imports, beebox's own excepted"
 GNU_TIME: Final = Path("/usr/bin/time")
 COMMAND_TIMEOUT_S: Final = 600.0
 SERVE_TIMEOUT_S: Final = 60.0
@@ -105,8 +106,8 @@ from pathlib import Path
 from claude_code_log.converter import convert_jsonl_to_html
 print(convert_jsonl_to_html(Path(sys.argv[1]), Path(sys.argv[2]), use_cache=False, silent=True))
 """
-# What a warm `bbx chat history` loads besides beebox's own modules: run it (warm) and
-# print the names; the floor command then imports just those.
+# What a `bbx` command loads besides beebox's own modules: run it (warm) and print the
+# names; the floor command then imports just those.
 MODULES_LOADED: Final = """
 import contextlib, io, json, sys
 from beebox_impl.cli import main
@@ -457,16 +458,19 @@ def box_commands(box: Box, scratch: Path) -> list[Command]:
     return commands
 
 
-def floor_command(box: Box, environment: dict[str, str], cwd: Path) -> Command:
-    """Python importing what a warm ``history --tail`` loads, beebox's own modules
+def floor_command(
+    name: str, arguments: list[str], environment: dict[str, str], cwd: Path
+) -> Command:
+    """Python importing what ``bbx arguments`` loads (run warm), beebox's own modules
     excepted: the standard library and dependencies it stands on, and nothing it does."""
-    argv = [sys.executable, "-c", MODULES_LOADED, "chat", "history", box.made.session_id,
-            "--tail", str(TAIL), "--json", "--box", str(box.root)]  # fmt: skip
+    argv = [sys.executable, "-c", MODULES_LOADED, *arguments]
     for _warm_up in range(2):
         done = subprocess.run(argv, capture_output=True, check=True, env=environment, cwd=cwd)
     loaded = json.loads(done.stdout)
-    theirs = [name for name in loaded if name != "__main__" and not name.startswith("beebox")]
-    return Command(FLOOR, [sys.executable, "-c", IMPORT_ONLY, *theirs])
+    theirs = [
+        module for module in loaded if module != "__main__" and not module.startswith("beebox")
+    ]
+    return Command(name, [sys.executable, "-c", IMPORT_ONLY, *theirs])
 
 
 def install_kind() -> str:
@@ -548,9 +552,11 @@ def build_rows(found: dict[str, Command], boxes: Sequence[Box], serve: list[floa
         status: Status = broken if broken in ("WRONG", "ERROR") else "info"
         rows.append(Row(name, _figure(command), baseline_text, ratio, "(info)", status))
 
+    info(PHASES_FLOOR, "python -c pass")
     info(FLOOR, "python -c pass")
     against_python("bbx --help", HELP_VS_PYTHON)
     against_python("bbx phases", HELP_VS_PYTHON)
+    info("bbx phases", PHASES_FLOOR)
     for box in boxes:
         kind = box.kind
         tail = f"{kind}: history --tail {TAIL}, warm"
@@ -671,7 +677,22 @@ def main(argv: list[str] | None = None) -> int:
             Command("python -c pass", [sys.executable, "-c", "pass"]),
             Command("bbx --help", [*bbx_command(), "--help"]),
             Command("bbx phases", [*bbx_command(), "phases"]),
-            floor_command(boxes[0], environment, directory),
+            floor_command(PHASES_FLOOR, ["phases"], environment, directory),
+            floor_command(
+                FLOOR,
+                [
+                    "chat",
+                    "history",
+                    boxes[0].made.session_id,
+                    "--tail",
+                    str(TAIL),
+                    "--json",
+                    "--box",
+                    str(boxes[0].root),
+                ],
+                environment,
+                directory,
+            ),
         ]
         for box in boxes:
             commands.extend(box_commands(box, directory))
