@@ -107,6 +107,11 @@ The rules, in the order a reader meets them:
    reset, restart, a refused turn) streams none: its text deltas are not emitted and
    the live text reads None (`session_live_text`) from the request on. The live
    text is the session's state only; it enters no effect but ``turn-delta``.
+   A sub-agent's messages (`sdk_messages`, "A sub-agent's messages": a Task or
+   Agent call's work, each naming its call) are the call's, not the turn's: its
+   complete ones are emitted as ``message`` like the main conversation's, but none
+   adds to the turn's text (``turn-text``, rule 5) or moves the live text, and its
+   text deltas are not ``turn-delta``.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an

@@ -23,6 +23,8 @@ session acts on:
 - `assistant` → `AssistantMessage` (`stop_reason` left out when null);
 - `user` → `UserMessage` (`content` is `[]` unless the SDK gave a block list);
 - `stream_event` → `StreamEventMessage`;
+  each of these three keeps `parent_tool_use_id`: null for the main conversation's
+  (also when the SDK left it out), else the id of the call whose sub-agent said it;
 - `result` → `ResultMessage` (`result`, the final text, only for subtype `success`;
   `errors`, the CLI's words for a turn a limit ended, when it gave any);
 - a type in `DROPPED_SDK_TYPES` → `None` (known, and deliberately ignored);
@@ -53,6 +55,21 @@ interrupted — a stop, a restart, a person's interrupt — which is not a failu
 report. Its words are the result's text, else its ``errors`` joined with ``"; "``,
 else its subtype (observed on Claude Code 2.1.332).
 
+**A sub-agent's messages** (`sub_agent_call`)
+(ours, `docs/spec-decisions.md#sub-agent-messages`). A Task or Agent tool call
+starts a sub-agent: a conversation of its own, whose every message the CLI says
+in the same stream with ``parent_tool_use_id`` the call's tool use id (its
+prompt as a ``user`` message, its complete messages as ``assistant`` messages,
+its partial ones as ``stream_event`` messages). A sub-agent's messages are not
+the turn's: the main conversation answers the person, and a sub-agent answers
+the call that started it. So `assistant_text` reads only the main
+conversation's assistant messages, and with it `accumulate_assistant_text` (the
+turn's text) and the thread session's `<chat-response>` extraction
+(`beebox_spec.thread_pool` rule 2); none of a sub-agent's messages moves the
+live text (below). They are still messages: a session passes a sub-agent's on
+as it passes the main conversation's (the chat session's ``message`` event), and
+a reader may show them under their call.
+
 **Live text** (`text_delta`, `live_text_after`)
 (ours, `docs/spec-decisions.md#live-text`). Asked for partial
 messages (the SDK's ``include_partial_messages``), the CLI also says each event
@@ -76,9 +93,11 @@ a text delta           the live text so far (``""`` when None) with its text app
 anything else          unchanged
 =====================  ==============================================================
 
-``message_start`` counts only when it is the main conversation's. Every other
-stream event (a block's start and stop, ``thinking_delta``, ``input_json_delta``,
-``message_delta``, ``message_stop``, a sub-agent's) leaves the live text as it
+``message_start`` and ``assistant`` count only when they are the main
+conversation's. Every other stream event (a block's start and stop,
+``thinking_delta``, ``input_json_delta``, ``message_delta``, ``message_stop``)
+and every message of a sub-agent (its stream events, its complete messages,
+which say the sub-agent's text and not the turn's) leaves the live text as it
 is. It is shown, never kept: it is no part of the turn's text
 (`accumulate_assistant_text` reads complete messages), of the transcript, or of
 any record. A run's end drops it too (`beebox_spec.chat_session`, rule 11).
@@ -128,6 +147,7 @@ __all__ = [
     "extract_chat_responses",
     "live_text_after",
     "message_kind",
+    "sub_agent_call",
     "text_delta",
     "turn_error",
 ]
@@ -226,12 +246,15 @@ class AssistantMessageBody(TypedDict):
 
 
 class AssistantMessage(TypedDict):
-    """One completed assistant content block (the SDK sends one message per block)."""
+    """One completed assistant content block (the SDK sends one message per block);
+    `parent_tool_use_id` is the call whose sub-agent said it, None for the main
+    conversation's."""
 
     type: Literal["assistant"]
     session_id: str
     uuid: str
     message: AssistantMessageBody
+    parent_tool_use_id: str | None
 
 
 class UserMessageBody(TypedDict):
@@ -242,15 +265,19 @@ class UserMessageBody(TypedDict):
 
 
 class UserMessage(TypedDict):
-    """A user message echoed by the SDK; `session_id` only when the SDK gave one."""
+    """A user message echoed by the SDK; `session_id` only when the SDK gave one;
+    `parent_tool_use_id` as an assistant message's (a sub-agent's prompt, or the
+    results of its tools, name its call)."""
 
     type: Literal["user"]
     message: UserMessageBody
+    parent_tool_use_id: str | None
     session_id: NotRequired[str]
 
 
 class StreamEventMessage(TypedDict):
-    """A raw Messages-API stream event (partial output), forwarded as given."""
+    """A raw Messages-API stream event (partial output), forwarded as given;
+    `parent_tool_use_id` as an assistant message's."""
 
     type: Literal["stream_event"]
     session_id: str
@@ -520,6 +547,12 @@ def _task_settled(
     return settled
 
 
+def _parent_call(raw: JsonObject) -> str | None:
+    """The call whose sub-agent said ``raw`` (its ``parent_tool_use_id``); None for the
+    main conversation's, whose field is null, absent, or not a string."""
+    return _string(raw.get("parent_tool_use_id"))
+
+
 def _adapt_assistant(raw: JsonObject) -> AssistantMessage | UnknownMessage:
     """`assistant`: the message's role, blocks and (when not null) stop reason."""
     session_id = _string(raw.get("session_id"))
@@ -534,7 +567,13 @@ def _adapt_assistant(raw: JsonObject) -> AssistantMessage | UnknownMessage:
     stop_reason = _string(message.get("stop_reason"))
     if stop_reason is not None:
         body["stop_reason"] = stop_reason
-    return {"type": "assistant", "session_id": session_id, "uuid": uuid, "message": body}
+    return {
+        "type": "assistant",
+        "session_id": session_id,
+        "uuid": uuid,
+        "message": body,
+        "parent_tool_use_id": _parent_call(raw),
+    }
 
 
 def _adapt_user(raw: JsonObject) -> UserMessage | UnknownMessage:
@@ -551,6 +590,7 @@ def _adapt_user(raw: JsonObject) -> UserMessage | UnknownMessage:
     adapted: UserMessage = {
         "type": "user",
         "message": {"role": "user", "content": content if content is not None else []},
+        "parent_tool_use_id": _parent_call(raw),
     }
     session_id = _string(raw.get("session_id"))
     if session_id is not None:
@@ -571,7 +611,7 @@ def _adapt_stream_event(raw: JsonObject) -> StreamEventMessage | UnknownMessage:
         "session_id": session_id,
         "uuid": uuid,
         "event": event,
-        "parent_tool_use_id": _string(raw.get("parent_tool_use_id")),
+        "parent_tool_use_id": _parent_call(raw),
     }
 
 
@@ -618,9 +658,23 @@ def _adapt_result(raw: JsonObject) -> ResultMessage | UnknownMessage:
 # ---------------------------------------------------------------------------
 
 
+def sub_agent_call(message: AdaptedMessage) -> str | None:
+    """The tool use id of the call whose sub-agent said ``message``; None for a
+    message of the main conversation, and for a kind no sub-agent says."""
+    if (
+        message["type"] == "assistant"
+        or message["type"] == "user"
+        or message["type"] == "stream_event"
+    ):
+        return message["parent_tool_use_id"]
+    return None
+
+
 def assistant_text(message: AdaptedMessage) -> str:
-    """The text blocks of an assistant message, concatenated; `""` for any other message."""
-    if message["type"] != "assistant":
+    """The text blocks of an assistant message of the main conversation, concatenated;
+    `""` for any other message, a sub-agent's included (the module doc)."""
+    # A sub-agent's text answers its call, not the person: it is not the turn's.
+    if message["type"] != "assistant" or message["parent_tool_use_id"] is not None:
         return ""
     texts: list[str] = []
     for block in message["message"]["content"]:
@@ -632,7 +686,8 @@ def assistant_text(message: AdaptedMessage) -> str:
 
 
 def accumulate_assistant_text(prior: str, message: AdaptedMessage) -> str:
-    """The turn's text so far with this message's assistant text appended (§3.6)."""
+    """The turn's text so far with this message's assistant text appended (§3.6): the
+    main conversation's alone."""
     return prior + assistant_text(message)
 
 
@@ -640,7 +695,7 @@ def text_delta(message: AdaptedMessage) -> str | None:
     """The text a partial message adds to the live text (the module doc); None for
     any other message, a sub-agent's, and a delta of no text."""
     # Only the main conversation's stream events carry the turn's partial text.
-    if message["type"] != "stream_event" or message["parent_tool_use_id"] is not None:
+    if message["type"] != "stream_event" or sub_agent_call(message) is not None:
         return None
     event = message["event"]
     delta = _object(event.get("delta"))
@@ -670,14 +725,16 @@ def live_text_after(live: str | None, message: AdaptedMessage) -> str | None:
     delta = text_delta(message)
     if delta is not None:
         return (live or "") + delta
-    # A complete message replaces the live text; a result ends the turn.
-    if message["type"] == "assistant" or message["type"] == "result":
+    # A result ends the turn.
+    if message["type"] == "result":
         return None
-    # A new message of the main conversation begins: whatever streamed before is not its.
-    if (
-        message["type"] == "stream_event"
-        and message["parent_tool_use_id"] is None
-        and message["event"].get("type") == "message_start"
+    # A sub-agent's message is no part of the turn's text, streamed or complete.
+    if sub_agent_call(message) is not None:
+        return live
+    # A complete message replaces the live text; a new one begins (whatever streamed
+    # before is not its).
+    if message["type"] == "assistant" or (
+        message["type"] == "stream_event" and message["event"].get("type") == "message_start"
     ):
         return None
     return live

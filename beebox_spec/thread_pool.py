@@ -26,8 +26,11 @@ run and go straight back to ``idle``. Its rules:
 2. **Messages.** The one shared adapter's output is handled as explicit flow
    control: an assistant message's text is buffered and every complete
    ``<chat-response>…</chat-response>`` block in the buffer is delivered at once
-   (`sdk_messages.extract_chat_responses`); ``result`` extracts what is left,
-   flips busy off (`lifecycle.after_turn_result`), emits the turn's text and
+   (`sdk_messages.extract_chat_responses`), of the main conversation's text only
+   (`sdk_messages.assistant_text`): a sub-agent's reply answers the call that
+   started it, never the thread, whatever tags it holds
+   (ours, `docs/spec-decisions.md#sub-agent-messages`); ``result`` extracts what
+   is left, flips busy off (`lifecycle.after_turn_result`), emits the turn's text and
    settles the turn; ``stream_event`` (partial deltas) and ``task`` (background
    task lifecycle) are deliberate, logged skips; everything else is passed on.
 3. **Close.** When the current run's stream ends the session goes ``idle``,

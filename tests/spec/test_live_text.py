@@ -69,12 +69,13 @@ def delta(text: str, kind: str = "text_delta", parent: str | None = None) -> Ada
     )
 
 
-def assistant(text: str) -> AdaptedMessage:
+def assistant(text: str, parent: str | None = None) -> AdaptedMessage:
     return adapted(
         {
             "type": "assistant",
             "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
             "session_id": SESSION,
+            "parent_tool_use_id": parent,
             "uuid": "u-assistant",
         }
     )
@@ -148,6 +149,7 @@ def test_what_drops_the_live_text(message: AdaptedMessage) -> None:
         pytest.param(
             adapted({"type": "user", "message": {"role": "user", "content": []}}), id="user"
         ),
+        pytest.param(assistant("Found 3 files", parent="toolu_1"), id="a sub-agent's message"),
         pytest.param(adapted({"type": "mystery"}), id="unknown"),
     ],
 )
@@ -249,6 +251,28 @@ def test_the_complete_message_replaces_the_live_text_and_the_result_ends_it() ->
     assert ended.state.turn_text == "Hello"
     assert session_live_text(ended.state) is None
     assert Emit("done") in ended.effects
+
+
+def test_a_sub_agents_messages_are_no_part_of_the_turns_text() -> None:
+    # A foreground Agent call: the main conversation streams, the sub-agent says its
+    # work (complete, and in pieces), then the main conversation goes on.
+    sub_agents = (
+        assistant("Found 3 files", parent="toolu_1"),
+        delta("theirs", parent="toolu_1"),
+        assistant("All read", parent="toolu_1"),
+    )
+    steps = arrive(streaming(), delta("Let me "), *sub_agents, delta("look."))
+    # Each of the sub-agent's complete messages is a message all the same.
+    assert [step.effects for step in steps[1:4]] == [
+        (Emit("message", sub_agents[0]),),
+        (),
+        (Emit("message", sub_agents[2]),),
+    ]
+    assert steps[-1].effects == (Emit("turn-delta", LiveTextDelta("look.", first=False)),)
+    assert session_live_text(steps[-1].state) == "Let me look."
+    ended = arrive(steps[-1].state, assistant("Let me look."), result())[-1]
+    assert ended.state.turn_text == "Let me look."
+    assert Emit("turn-text", "Let me look.") in ended.effects
 
 
 def test_a_new_message_starts_its_own_live_text() -> None:

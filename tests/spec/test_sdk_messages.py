@@ -41,6 +41,7 @@ from beebox_spec.sdk_messages import (
     assistant_text,
     extract_chat_responses,
     message_kind,
+    sub_agent_call,
     turn_error,
 )
 
@@ -329,6 +330,31 @@ MEMBER_EXAMPLES: list[tuple[str, JsonObject, AdaptedMessage]] = [
                 "content": [{"type": "text", "text": "Hello"}],
                 "stop_reason": "end_turn",
             },
+            "parent_tool_use_id": None,
+        },
+    ),
+    (
+        "a sub-agent's assistant message names its call",
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Found 3 files"}],
+                "stop_reason": None,
+            },
+            "parent_tool_use_id": "toolu_9",
+            "session_id": SESSION,
+            "uuid": "u-5b",
+        },
+        {
+            "type": "assistant",
+            "session_id": SESSION,
+            "uuid": "u-5b",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Found 3 files"}],
+            },
+            "parent_tool_use_id": "toolu_9",
         },
     ),
     (
@@ -351,6 +377,7 @@ MEMBER_EXAMPLES: list[tuple[str, JsonObject, AdaptedMessage]] = [
                 "role": "assistant",
                 "content": [{"type": "thinking", "thinking": "", "signature": "x"}],
             },
+            "parent_tool_use_id": None,
         },
     ),
     (
@@ -372,13 +399,30 @@ MEMBER_EXAMPLES: list[tuple[str, JsonObject, AdaptedMessage]] = [
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
             },
+            "parent_tool_use_id": None,
             "session_id": SESSION,
         },
     ),
     (
         "user with a plain-string prompt and no session",
         {"type": "user", "message": {"role": "user", "content": "<typed>hi</typed>"}},
-        {"type": "user", "message": {"role": "user", "content": []}},
+        {"type": "user", "message": {"role": "user", "content": []}, "parent_tool_use_id": None},
+    ),
+    (
+        "a sub-agent's prompt names its call",
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Find the tests"}]},
+            "parent_tool_use_id": "toolu_9",
+            "session_id": SESSION,
+            "uuid": "u-7b",
+        },
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Find the tests"}]},
+            "parent_tool_use_id": "toolu_9",
+            "session_id": SESSION,
+        },
     ),
     (
         "stream event",
@@ -712,7 +756,12 @@ def test_optional_fields_of_the_wrong_type_are_left_out() -> None:
     assert adapt_sdk_message(user_raw) == {
         "type": "user",
         "message": {"role": "user", "content": []},
+        "parent_tool_use_id": None,
     }
+    # A call id that is not a string names no call: the main conversation's.
+    assert adapt_sdk_message(_with(_example("assistant"), "parent_tool_use_id", 9)) == (
+        adapt_sdk_message(_example("assistant"))
+    )
 
     success = _with(_example("result success"), "result", None)
     adapted = adapt_sdk_message(success)
@@ -894,12 +943,13 @@ def test_adapter_is_total_and_keeps_the_shapes(raw: JsonObject) -> None:
 # ---------------------------------------------------------------------------
 
 
-def assistant_with(*blocks: JsonObject) -> AssistantMessage:
+def assistant_with(*blocks: JsonObject, parent: str | None = None) -> AssistantMessage:
     return {
         "type": "assistant",
         "session_id": SESSION,
         "uuid": "u",
         "message": {"role": "assistant", "content": list(blocks)},
+        "parent_tool_use_id": parent,
     }
 
 
@@ -915,6 +965,41 @@ def test_assistant_text_concatenates_text_blocks_only() -> None:
     )
     assert assistant_text(message) == "Hello, world"
     assert accumulate_assistant_text("So: ", message) == "So: Hello, world"
+
+
+def test_a_sub_agents_assistant_text_is_not_the_turns() -> None:
+    theirs = assistant_with({"type": "text", "text": "Found 3 files"}, parent="toolu_9")
+    assert sub_agent_call(theirs) == "toolu_9"
+    assert assistant_text(theirs) == ""
+    assert accumulate_assistant_text("So: ", theirs) == "So: "
+    # The main conversation's, around it, is.
+    ours = assistant_with({"type": "text", "text": "Done."})
+    assert sub_agent_call(ours) is None
+    text = ""
+    for message in (ours, theirs, ours):
+        text = accumulate_assistant_text(text, message)
+    assert text == "Done.Done."
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("assistant", None),
+        ("a sub-agent's assistant message names its call", "toolu_9"),
+        ("user with blocks", None),
+        ("a sub-agent's prompt names its call", "toolu_9"),
+        ("stream event", "toolu_9"),
+        ("stream event without a parent", None),
+        ("system init", None),
+        ("task started", None),
+        ("result success", None),
+        ("unknown type", None),
+    ],
+)
+def test_the_call_a_message_is_a_sub_agents_of(name: str, call: str | None) -> None:
+    adapted = adapt_sdk_message(_example(name))
+    assert adapted is not None
+    assert sub_agent_call(adapted) == call
 
 
 @pytest.mark.parametrize(

@@ -211,6 +211,7 @@ async def test_a_text_turn_streams_init_assistant_result_and_writes_two_lines(
             "content": [{"type": "text", "text": 'You said: "hello"'}],
             "stop_reason": "end_turn",
         },
+        "parent_tool_use_id": None,
     }
     assert adapt_sdk_message(result) == {
         "type": "result",
@@ -353,6 +354,7 @@ async def test_replayed_user_messages_carry_the_transcript_uuid(box: Path, proje
     assert adapt_sdk_message(user) == {
         "type": "user",
         "message": {"role": "user", "content": []},
+        "parent_tool_use_id": None,
         "session_id": run.session_id,
     }
     await run.close()
