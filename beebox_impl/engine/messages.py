@@ -106,11 +106,14 @@ def assistant_message(
     stop_reason: str | None = None,
     usage: JsonObject | None = None,
     block: JsonObject | None = None,
+    parent_tool_use_id: str | None = None,
 ) -> JsonObject:
     """``assistant``: one completed block of the model's message — a text block of
     ``text``, or ``block`` when given (a ``tool_use``).
 
-    ``stop_reason`` is null on all but a message's last block, as the CLI sends it.
+    ``stop_reason`` is null on all but a message's last block, as the CLI sends it;
+    ``parent_tool_use_id`` null but for a sub-agent's message, which names the call
+    that started the sub-agent.
     """
     body: JsonObject = {
         "id": message_id,
@@ -127,7 +130,7 @@ def assistant_message(
         "type": "assistant",
         "uuid": uuid,
         "session_id": session_id,
-        "parent_tool_use_id": None,
+        "parent_tool_use_id": parent_tool_use_id,
         "message": body,
     }
 

@@ -7,7 +7,7 @@ ChatSession machine against every one and expects it to fail.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -31,7 +31,7 @@ from beebox_spec.lifecycle import (
     lifecycle_run,
     next_lifecycle,
 )
-from beebox_spec.sdk_messages import AdaptedMessage
+from beebox_spec.sdk_messages import AdaptedMessage, assistant_text
 
 __all__ = ["CHAT_MUTANTS"]
 
@@ -182,6 +182,18 @@ class LiveTextOutlivesItsRun(ChatSession):
         return plan
 
 
+class SubAgentTextIsTheTurns(ChatSession):
+    """A sub-agent's complete message is read as the main conversation's, as the
+    original read it: its text joins the turn's, and it drops the live text."""
+
+    def _on_message(self, handle: ChatRun, message: AdaptedMessage) -> Awaitable[None] | None:
+        later = super()._on_message(handle, message)
+        if message["type"] == "assistant" and message["parent_tool_use_id"] is not None:
+            self._turn_text += assistant_text({**message, "parent_tool_use_id": None})
+            self._live_text = None
+        return later
+
+
 class TimedOutAskStaysPending(ChatSession):
     """A request nobody answers waits for ever: its timeout is never reached."""
 
@@ -206,6 +218,7 @@ CHAT_MUTANTS: dict[str, type[ChatSession]] = {
         ClosingRunAskIsAnnounced,
         ClosingRunStreamsLiveText,
         LiveTextOutlivesItsRun,
+        SubAgentTextIsTheTurns,
         TimedOutAskStaysPending,
     )
 }

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from beebox_impl.session.pool import ChatSessionPool
 from beebox_impl.session.thread import ChatThreadSession, PendingTurn, ThreadRun
+from beebox_spec.sdk_messages import AdaptedMessage
 from beebox_spec.thread_pool import REMINDER, PoolPlan
 
 __all__ = ["POOL_MUTANTS"]
@@ -94,6 +95,19 @@ class ParkLeavesAsksWaiting(ChatSessionPool):
     session_class = _Session
 
 
+class SubAgentRepliesReachTheThread(ChatSessionPool):
+    """Its sessions read a sub-agent's messages as the main conversation's, as the
+    original read them: a sub-agent's ``<chat-response>`` is delivered to the thread."""
+
+    class _Session(ChatThreadSession):
+        def _handle_message(self, handle: ThreadRun, message: AdaptedMessage) -> None:
+            if message["type"] == "assistant":
+                message = {**message, "parent_tool_use_id": None}
+            super()._handle_message(handle, message)
+
+    session_class = _Session
+
+
 POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
     mutant.__name__: mutant
     for mutant in (
@@ -105,5 +119,6 @@ POOL_MUTANTS: dict[str, type[ChatSessionPool]] = {
         NeverRotates,
         RefusingThreadRunLeftOpen,
         ParkLeavesAsksWaiting,
+        SubAgentRepliesReachTheThread,
     )
 }

@@ -79,6 +79,7 @@ from beebox_spec.permissions import (
 )
 from beebox_spec.sdk_messages import LiveTextDelta, adapt_sdk_message
 from tests.stateful.harness import (
+    SUB_AGENT_KINDS,
     HeldRun,
     HoldingEngine,
     MessageKind,
@@ -95,7 +96,7 @@ T = TypeVar("T")
 TEXTS = st.sampled_from(["a", "b", "c\n\nd", "é <chat-app x/>", "", "f"])
 SESSION_IDS = st.sampled_from(["", "s-1", "s-2"])
 OTHER_MESSAGE_KINDS = st.sampled_from(
-    ["init", "error-result", "task", "stream-event", "ignored", "unknown"]
+    ["init", "error-result", "task", "stream-event", "ignored", "unknown", *SUB_AGENT_KINDS]
 )
 START_FAILURE = "machine says no"
 PERMISSION_TIMEOUT = timedelta(minutes=10)

@@ -37,6 +37,7 @@ from beebox_spec.entries import JsonObject
 from beebox_spec.permissions import PermissionRequest
 
 __all__ = [
+    "SUB_AGENT_KINDS",
     "HeldRun",
     "HoldingEngine",
     "MessageKind",
@@ -139,8 +140,26 @@ class HoldingEngine:
 
 
 MessageKind: TypeAlias = Literal[
-    "init", "assistant", "result", "error-result", "task", "stream-event", "ignored", "unknown"
+    "init",
+    "assistant",
+    "result",
+    "error-result",
+    "task",
+    "stream-event",
+    "ignored",
+    "unknown",
+    "sub-agent-assistant",
+    "sub-agent-prompt",
+    "sub-agent-stream-event",
 ]
+# The kinds a sub-agent says (a Task or Agent call's work): none of them is the turn's.
+SUB_AGENT_KINDS: tuple[MessageKind, ...] = (
+    "sub-agent-assistant",
+    "sub-agent-prompt",
+    "sub-agent-stream-event",
+)
+# The call whose sub-agent says them.
+SUB_AGENT_CALL = "toolu-machine"
 
 
 def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> JsonObject:
@@ -148,10 +167,23 @@ def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> 
     uuid = f"machine-{ordinal}"
     if kind == "init":
         return init_message(session_id or "s-init")
-    if kind == "assistant":
+    if kind in ("assistant", "sub-agent-assistant"):
         return assistant_message(
-            text, session_id=session_id, uuid=uuid, message_id=f"msg-{ordinal}", model="machine"
+            text,
+            session_id=session_id,
+            uuid=uuid,
+            message_id=f"msg-{ordinal}",
+            model="machine",
+            parent_tool_use_id=SUB_AGENT_CALL if kind == "sub-agent-assistant" else None,
         )
+    if kind == "sub-agent-prompt":
+        return {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            "parent_tool_use_id": SUB_AGENT_CALL,
+            "session_id": session_id,
+            "uuid": uuid,
+        }
     if kind == "result":
         return result_message(session_id=session_id, uuid=uuid, result=text)
     if kind == "error-result":
@@ -167,7 +199,7 @@ def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> 
             "task_id": f"task-{ordinal}",
             "description": text,
         }
-    if kind == "stream-event":
+    if kind in ("stream-event", "sub-agent-stream-event"):
         # A piece of the message in progress: ``text`` as its text delta (none for "").
         delta: JsonObject = {"type": "text_delta", "text": text}
         return {
@@ -175,7 +207,7 @@ def raw_message(kind: MessageKind, text: str, session_id: str, ordinal: int) -> 
             "session_id": session_id or "s-stream",
             "uuid": uuid,
             "event": {"type": "content_block_delta", "index": 0, "delta": delta},
-            "parent_tool_use_id": None,
+            "parent_tool_use_id": SUB_AGENT_CALL if kind == "sub-agent-stream-event" else None,
         }
     if kind == "ignored":
         return {"type": "tool_progress", "session_id": session_id, "uuid": uuid}

@@ -61,6 +61,7 @@ from beebox_spec.permissions import (
 )
 from beebox_spec.sdk_messages import adapt_sdk_message
 from tests.stateful.harness import (
+    SUB_AGENT_KINDS,
     HeldRun,
     HoldingEngine,
     MessageKind,
@@ -543,6 +544,18 @@ class PoolMachine(RuleBasedStateMachine):
     )
     def run_says(self, which: int, kind: MessageKind, session_id: str) -> None:
         self.say(which, kind, "x", session_id)
+
+    @precondition(lambda self: bool(self.open_runs()))
+    @rule(
+        which=st.integers(0, 3),
+        kind=st.sampled_from(SUB_AGENT_KINDS),
+        text=REPLIES,
+        session_id=SESSION_IDS,
+    )
+    def sub_agent_says(self, which: int, kind: MessageKind, text: str, session_id: str) -> None:
+        """A Task or Agent call's sub-agent says something, in the thread's format or
+        not: none of it is the thread's reply."""
+        self.say(which, kind, text, session_id)
 
     @precondition(lambda self: bool(self.open_runs()))
     @rule(which=st.integers(0, 3), text=REPLIES, session_id=SESSION_IDS)

@@ -19,7 +19,7 @@ import pytest
 
 from beebox_impl.engine import raw_message_from_sdk
 from beebox_spec.entries import JsonObject, JsonValue
-from beebox_spec.sdk_messages import adapt_sdk_message
+from beebox_spec.sdk_messages import adapt_sdk_message, assistant_text, sub_agent_call
 
 # The claude extra is installed wherever the tests run (nox's tests session): never skipped.
 sdk: Any = importlib.import_module("claude_agent_sdk")
@@ -248,6 +248,34 @@ def test_other_message_kinds_survive_the_round_trip(raw: JsonObject) -> None:
     converted = round_trip(raw)
     assert adapt_sdk_message(converted) == adapt_sdk_message(raw)
     assert_within(converted, raw)
+
+
+def sub_agents(kind: str, call: str | None) -> JsonObject:
+    """A message of ``kind`` (``assistant`` or ``user``) of the sub-agent ``call``
+    started (None: of the main conversation), as Claude Code says it."""
+    message: JsonObject = {"role": kind, "content": [{"type": "text", "text": "Found 3 files"}]}
+    if kind == "assistant":
+        message.update({"model": "claude-x", "id": "msg_9", "type": "message", "stop_reason": None})
+    return {
+        "type": kind,
+        "message": message,
+        "parent_tool_use_id": call,
+        "session_id": SESSION,
+        "uuid": f"{kind}-9",
+    }
+
+
+@pytest.mark.parametrize("kind", ["assistant", "user"])
+@pytest.mark.parametrize("call", ["toolu_7", None], ids=["a sub-agent's", "the main's"])
+def test_a_message_names_the_call_whose_sub_agent_said_it_after_the_round_trip(
+    kind: str, call: str | None
+) -> None:
+    adapted = adapt_sdk_message(round_trip(sub_agents(kind, call)))
+    assert adapted is not None
+    assert adapted["type"] == kind
+    assert sub_agent_call(adapted) == call
+    # So a sub-agent's text stays out of the turn's.
+    assert assistant_text(adapted) == ("Found 3 files" if kind == "assistant" and not call else "")
 
 
 def test_a_message_class_the_converter_does_not_know_reads_as_unknown() -> None:
