@@ -43,7 +43,8 @@ The history read, top to bottom:
 3. **Stubs** (`oversize_entry`, §1.1). An oversize line becomes a placeholder
    entry read from its first `SNIFF_CHARS` characters, or is dropped when that head
    shows a record the parse would drop too (not a user or assistant turn, `isMeta`,
-   a synthetic assistant turn, a tool_result plumbing turn). The sniff is textual
+   a synthetic assistant turn, a tool_result plumbing turn, a task notification:
+   rule 4). The sniff is textual
    and assumes Claude Code's compact JSON; its accepted limitations are the
    original's. It reads only the head and the line's UTF-8 length, so
    `oversize_entry_from_head` states the rule on those two alone (a streaming
@@ -72,6 +73,22 @@ The history read, top to bottom:
    turn is kept (ours, `docs/spec-decisions.md#image-only-turns-kept`); beyond the
    stub's drop rules (§1.1), this rule is an inference, settled in
    `docs/spec-decisions.md#transcript-entries`.
+
+   **Task notifications** (`TASK_NOTIFICATION_TAG`)
+   (ours, `docs/spec-decisions.md#task-notifications`). When a task the agent
+   started in the background ends (a sub-agent of a Task or Agent call, a
+   background command), Claude Code adds a user turn for the agent to read, its
+   text opening `<task-notification>` (the task's id, status, summary and, for a
+   sub-agent, its whole result); 2.1.332 also writes `origin.kind:
+   "task-notification"` and `promptSource: "system"` on the line. Nobody typed it,
+   so such a text is harness plumbing (`is_plumbing_message`), and a turn whose
+   every text is one shows nothing a person put there. The text decides, not
+   `origin`: versions up to 2.1.39 write none, 2.1.332 writes it after `message`
+   (out of an oversize line's head), and its kind marks other deliveries too (a
+   scheduled task's stored prompt). An oversize user turn (rule 3) is dropped when
+   its head shows its message's content opening with the tag, as the string it is
+   or as its first block's text, read as written (untrimmed), as the `isMeta`
+   reading is.
 
    **Sub-agent work** (`is_sidechain_record`)
    (ours, `docs/spec-decisions.md#sub-agent-work`). A Task or Agent call starts a
@@ -156,6 +173,7 @@ __all__ = [
     "PHOTO_MODES",
     "SNIFF_CHARS",
     "STRIPS_EVERY_LINE",
+    "TASK_NOTIFICATION_TAG",
     "InvalidHistorySlice",
     "OversizeLine",
     "ParseableLine",
@@ -188,6 +206,9 @@ MAX_SESSION_LINE_BYTES: Final = 256 * 1024
 # How much of an oversize line's head the stub sniffs, in characters (UTF-16 code
 # units, as the original counted; a character the cut would split is left out).
 SNIFF_CHARS: Final = 2048
+
+# What the text of a task notification opens with (rule 4): Claude Code's, never typed.
+TASK_NOTIFICATION_TAG: Final = "<task-notification>"
 
 
 # ---------------------------------------------------------------------------------
@@ -290,6 +311,10 @@ def read_transcript_lines(
 
 _SNIFF_UUID_RE: Final = re.compile(r'"uuid":"([^"]*)"')
 _SNIFF_TIMESTAMP_RE: Final = re.compile(r'"timestamp":"([^"]*)"')
+# A message content opening with a task notification: the string, or its first block's text.
+_SNIFF_TASK_NOTIFICATION_RE: Final = re.compile(
+    r'"content":(?:"|\[\{"type":"text","text":")' + re.escape(TASK_NOTIFICATION_TAG)
+)
 
 
 def oversize_entry(line: str, line_number: int) -> SessionEntry | None:
@@ -320,6 +345,9 @@ def oversize_entry_from_head(head: str, utf8_bytes: int, line_number: int) -> Se
         return None
     # A user turn carrying a tool_result is API plumbing (dropped whole, even with text).
     if envelope == "user" and '"type":"tool_result"' in head:
+        return None
+    # A task notification is the harness's, however long the result it carries (rule 4).
+    if envelope == "user" and _SNIFF_TASK_NOTIFICATION_RE.search(head) is not None:
         return None
     kilobytes = (utf8_bytes + 512) // 1024  # Math.round(bytes / 1024), halves up
     sniffed_uuid = _sniff_string(head, _SNIFF_UUID_RE)
@@ -599,15 +627,22 @@ def is_plumbing_message(text: str) -> bool:
     """Claude Code's own notices in a user position, not typed by anyone.
 
     Read on the JavaScript-trimmed text: exactly "Tool loaded.", or anything that
-    starts "Todos have been modified". The history read (§2.4 entries) and chat
-    review's real user turns (§4.2, `beebox_spec.review.turns`) share this one rule.
+    starts "Todos have been modified" or `TASK_NOTIFICATION_TAG` (rule 4). The
+    history read (§2.4 entries) and chat review's real user turns (§4.2,
+    `beebox_spec.review.turns`) share this one rule.
 
-    The two strings are not in the spec sources: they are the original's code,
+    The first two are not in the spec sources: they are the original's code,
     `cli/lib/session-text.ts` `plumbingPatterns` (`/^Tool loaded\\.$/` and
     `/^Todos have been modified/`, tested on `text.trim()`), read for this rule.
+    The task notification is not among them
+    (ours, `docs/spec-decisions.md#task-notifications`).
     """
     trimmed = js_trim(text)
-    return trimmed == "Tool loaded." or trimmed.startswith("Todos have been modified")
+    return trimmed == "Tool loaded." or trimmed.startswith(_PLUMBING_OPENINGS)
+
+
+# What `is_plumbing_message` reads by its start (only "Tool loaded." is read whole).
+_PLUMBING_OPENINGS: Final = ("Todos have been modified", TASK_NOTIFICATION_TAG)
 
 
 # ---------------------------------------------------------------------------------

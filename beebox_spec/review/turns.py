@@ -7,7 +7,8 @@ Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`
 A transcript line counts as a turn the person took when it is a `user` line that
 is not `isMeta`, not an SDK compaction summary, holds non-blank text (so
 tool_result-only turns do not count), and whose text is not Claude Code plumbing
-(the history read's rule, `beebox_spec.transcript.is_plumbing_message`) nor
+(the history read's rule, `beebox_spec.transcript.is_plumbing_message`: its own
+notices, and the notification of a background task that ended) nor
 consists only of self-notes. Discovery counts them (a session needs two) and takes
 the first one's snippet.
 """
@@ -79,9 +80,12 @@ def real_user_turn_text(line: JsonValue) -> str | None:
       nor a compaction summary by its opening words, nor only self-notes.
 
     Plumbing is decided by `beebox_spec.transcript.is_plumbing_message`, the
-    history read's rule. Its two strings, "Tool loaded." and "Todos have been
+    history read's rule. Two of its strings, "Tool loaded." and "Todos have been
     modified…", are read off the original's code (`isPlumbingMessage`), not
-    the spec sources: §4.2 says only that plumbing is excluded.
+    the spec sources: §4.2 says only that plumbing is excluded. The third, a text
+    opening `<task-notification>` (a background task of the agent's has ended), is
+    not the original's, which counted such a turn as the person's
+    (ours, `docs/spec-decisions.md#task-notifications`).
 
     The returned text is that joined, trimmed text. A block's `text` must be a
     string (JavaScript would coerce other values with `String()`; transcripts

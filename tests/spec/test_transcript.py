@@ -346,6 +346,9 @@ AGREEING_FAMILY: list[JsonObject] = [
     assistant("a", [text("No response requested.")], model="<synthetic>"),
     user("u", [{"type": "tool_result", "tool_use_id": "t", "content": "result"}]),
     user("u", [image("QUJD")]),
+    # (ours) a background task's notification, as Claude Code writes it and as a block.
+    user("u", "<task-notification>\n<status>completed</status>\n</task-notification>"),
+    user("u", [text("<task-notification>\n<result>r</result>\n</task-notification>")]),
 ]
 
 
