@@ -60,7 +60,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 # Bumped whenever what the cache means changes; an older cache is dropped.
-CACHE_VERSION = 2
+# 3: a task notification is neither a real user turn nor an entry (spec: transcript rule 4).
+CACHE_VERSION = 3
 
 
 class ReviewStateText:

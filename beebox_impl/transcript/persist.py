@@ -65,7 +65,8 @@ _MAGIC: Final = b"BBXIDX\x03"
 # Bump when what a line contributes to an index changes (entry rules, uuid keys).
 # 2: tool results ride on their calls (the spec's transcript rule 5).
 # 3: an index records the photo mode its lines were read in (rule 2).
-RULES_VERSION: Final = 3
+# 4: a task notification is plumbing, not an entry (rules 3 and 4).
+RULES_VERSION: Final = 4
 _LINE_ARRAYS: Final = ("line_offsets", "line_lengths", "entry_lines", "line_uuid_keys")
 # And the stripped lines' four, and the tool result links' three.
 _ARRAY_COUNT: Final = len(_LINE_ARRAYS) + 4 + 3

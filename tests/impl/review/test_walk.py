@@ -115,7 +115,10 @@ def _transcript(tmp_path: Path, texts: list[str]) -> tuple[Path, list[str]]:
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    st.lists(st.sampled_from(["plan the trip", "ok", "Tool loaded.", "más", ""]), max_size=14),
+    st.lists(
+        st.sampled_from(["plan the trip", "ok", "Tool loaded.", "más", "", "<task-notification>x"]),
+        max_size=14,
+    ),
     st.integers(0, 13),
     st.integers(1, 5),
 )

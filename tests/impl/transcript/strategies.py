@@ -6,10 +6,10 @@ images at the top level and nested in tool results, documents,
 `toolUseResult.file.base64`, payloads just under, at and over 1,024 characters,
 lines over 256 KiB that the strip makes fit (and ones it cannot), text holding
 ``"data":"`` and escaped quotes, a key ending in an escaped quote, non-ASCII,
-keys in other orders, pretty-printed lines, progress lines embedding a copy of
-another message, `parentUuid` traps, `//` comments, blank lines, invalid UTF-8,
-CRLF, and a torn last line. Big payloads are a few drawn bytes repeated, so a
-300 KB line costs one `b64encode`.
+keys in other orders, task notifications (small and oversize), pretty-printed
+lines, progress lines embedding a copy of another message, `parentUuid` traps,
+`//` comments, blank lines, invalid UTF-8, CRLF, and a torn last line. Big payloads
+are a few drawn bytes repeated, so a 300 KB line costs one `b64encode`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from beebox_spec.media import (
     extract_media,
     find_line_by_uuid,
 )
-from beebox_spec.transcript import MAX_SESSION_LINE_BYTES
+from beebox_spec.transcript import MAX_SESSION_LINE_BYTES, TASK_NOTIFICATION_TAG
 
 TIMESTAMP = "2026-03-01T10:00:00.000Z"
 
@@ -99,6 +99,12 @@ TRICKY_TEXTS = [
     'say \\"data\\":\\"' + "B" * 1030,
     "Tool loaded.",
     "Todos have been modified",
+    # A background task's notification (transcript rule 4): at the start, behind
+    # blanks, after words, in another case.
+    "<task-notification>\n<status>completed</status>\n</task-notification>",
+    " \n<task-notification><result>r</result></task-notification>",
+    "see <task-notification>",
+    "<Task-Notification>",
     '<typed user="Ann" user-email="ann@example.com">hi</typed>',
     "  ",
     "é→😀 naïve ☃",
@@ -286,13 +292,18 @@ def photo_records(draw: st.DrawFn) -> JsonObject:
 
 @st.composite
 def oversize_records(draw: st.DrawFn) -> JsonObject:
-    """A turn too big even stripped: text past the bound, a photo or not."""
+    """A turn too big even stripped: text past the bound (now and then a task
+    notification's, as a string or a block), a photo or not."""
     filler = draw(st.sampled_from(["z", "é", "😀", "a\\"]))
     width = len(filler.encode("utf-8"))
-    text = filler * (MAX_SESSION_LINE_BYTES // width + draw(st.integers(1, 2000)))
-    content: list[JsonValue] = [{"type": "text", "text": text}]
+    # A sub-agent's whole result in a task notification now and then (rules 3 and 4).
+    text = draw(st.sampled_from(["", "", TASK_NOTIFICATION_TAG, "\n" + TASK_NOTIFICATION_TAG]))
+    text += filler * (MAX_SESSION_LINE_BYTES // width + draw(st.integers(1, 2000)))
+    blocks: list[JsonValue] = [{"type": "text", "text": text}]
     if draw(st.booleans()):
-        content.append(draw(image_blocks(big=True)))
+        blocks.append(draw(image_blocks(big=True)))
+    # Claude Code writes a typed prompt or a notification as a string.
+    content: JsonValue = text if draw(st.integers(0, 3)) == 0 else blocks
     record: JsonObject = {
         "type": draw(st.sampled_from(["user", "assistant", "system"])),
         "uuid": draw(st.sampled_from([*UUIDS, ""])),
