@@ -30,7 +30,9 @@
 // - A sub-agent's work (entries marked `sidechain`) is folded under the Task or Agent
 //   call that started it (subagents.js says which); a call that names its sub-agent
 //   (`agentId`, Claude Code 2.x) has its work read from `GET /api/chat/history?agent=`
-//   when the fold is opened, and again while the call is still running.
+//   when the fold is opened, and again while the call is still running. A live
+//   message of a sub-agent (it names its call) is never the box's reply: its call's
+//   open fold reads the sub-agent's work again instead.
 
 import * as api from "./api.js";
 import {
@@ -40,7 +42,7 @@ import {
   reconcilePending,
 } from "./reconcile.js";
 import { markdownNode } from "./markdown.js";
-import { groupSidechains, startsSubAgent } from "./subagents.js";
+import { groupSidechains, startsSubAgent, subAgentCall } from "./subagents.js";
 import {
   liveNode,
   messageNode,
@@ -643,6 +645,13 @@ function onEvent(name, data) {
 
 function onTurnMessage(message) {
   if (state.viewing !== null) return;
+  // A sub-agent's message answers the call that started it, not the person: it is
+  // neither shown as the reply nor read out, and the text streaming is not its.
+  const call = subAgentCall(message);
+  if (call !== null) {
+    readSubAgentOf(call);
+    return;
+  }
   const content = message.message?.content ?? [];
   if (message.type === "assistant") {
     const text = content
@@ -834,7 +843,7 @@ function subAgentGroupNode(block, byCall) {
     const key = `agent:${session}:${agentId}`;
     let group = subAgentGroups.get(key);
     if (group === undefined) {
-      group = { session, agentId, loaded: [], total: null, reading: null };
+      group = { session, agentId, call: block.toolId, loaded: [], total: null, reading: null };
       group.view = subAgentNode(subAgentDescription(block), {
         onOpen: () => {
           if (group.total === null || !group.finished) readSubAgent(group, { fromStart: true });
@@ -937,14 +946,27 @@ async function readUntilShown(toolUseId) {
   }
 }
 
+/** Is this the fold of a sub-agent's own transcript, open on the page? */
+function isOpenAgentFold(group) {
+  return group.agentId !== undefined && group.view.node.open && group.view.node.isConnected;
+}
+
 /** The open folds of sub-agents still running, or just finished, read their work again. */
 function refreshRunningSubAgents() {
   for (const group of subAgentGroups.values()) {
     const due = !group.finished || group.stale === true;
-    if (group.agentId !== undefined && due && group.view.node.open && group.view.node.isConnected) {
+    if (due && isOpenAgentFold(group)) {
       group.stale = false;
       readSubAgent(group, { fromStart: true });
     }
+  }
+}
+
+/** The sub-agent of call `call` said something: its fold, if open, reads its work again
+ * (the sub-agent's transcript has it; the conversation's own history has nothing new). */
+function readSubAgentOf(call) {
+  for (const group of subAgentGroups.values()) {
+    if (group.call === call && isOpenAgentFold(group)) readSubAgent(group, { fromStart: true });
   }
 }
 

@@ -22,6 +22,16 @@ export function startsSubAgent(block) {
   return block.type === "tool_use" && SUB_AGENT_TOOLS.has(block.toolName);
 }
 
+/**
+ * The tool use id of the call whose sub-agent said `message`, a live `message`
+ * event's SDK message (its `parent_tool_use_id`, as the spec's `sub_agent_call`
+ * reads it), or null for a message of the main conversation.
+ */
+export function subAgentCall(message) {
+  const call = message.parent_tool_use_id;
+  return typeof call === "string" ? call : null;
+}
+
 function promptOf(block) {
   const prompt = block.input?.prompt;
   return typeof prompt === "string" ? prompt.trim() : "";

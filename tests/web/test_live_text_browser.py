@@ -61,11 +61,14 @@ def scripted_stream(context: BrowserContext, bodies: list[str]) -> None:
 
 
 def open_busy_page(
-    browser: Browser, served: ServedBox, bodies: list[str]
+    browser: Browser, served: ServedBox, bodies: list[str], *, script: str | None = None
 ) -> tuple[BrowserContext, Page, list[str]]:
-    """A turn held open, then a logged-in page whose stream is ``bodies``."""
+    """A turn held open, then a logged-in page whose stream is ``bodies``, running
+    ``script`` first when given."""
     served.api("POST", "/api/chat/send", {"message": "Water the tomatoes"})
     context = browser.new_context(viewport=DESKTOP)
+    if script is not None:
+        context.add_init_script(script)
     scripted_stream(context, bodies)
     page = context.new_page()
     problems: list[str] = []
