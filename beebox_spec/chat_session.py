@@ -57,7 +57,10 @@ The rules, in the order a reader meets them:
    (`lifecycle.after_turn_result`: the session stops reading busy), *then* ``done``
    is emitted, then the turn's text and its feature deltas are applied, then the
    queue drains — so a listener reacting to the turn's end can act on a session
-   that is no longer busy (the busy-flip ordering).
+   that is no longer busy (the busy-flip ordering). The turn's text then starts
+   again empty (ours, `docs/spec-decisions.md#turn-text-per-result`): a turn Claude
+   Code starts itself, with no send (a background sub-agent's notification), is a
+   turn of its own, and its text and feature deltas are its alone.
 6. **Stop vs restart.** ``stop()`` (only with an open run in ``ready`` or
    ``streaming``) moves to ``stopping``, remembers whether a turn was in flight,
    clears the queue and closes the run. ``restart()`` closes the open run and
@@ -581,10 +584,13 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
         return ChatSessionStep(state, tuple(effects))
 
     # Rule 5: busy flips off first, then `done`, then the turn's text and features, then drain.
-    state = replace(state, lifecycle=after_turn_result(state.lifecycle), turn_drained=())
+    turn_text = state.turn_text
+    state = replace(
+        state, lifecycle=after_turn_result(state.lifecycle), turn_drained=(), turn_text=""
+    )
     effects.append(Emit("done"))
-    if state.turn_text:
-        effects += [Emit("turn-text", state.turn_text), ApplyFeatureDeltas(state.turn_text)]
+    if turn_text:
+        effects += [Emit("turn-text", turn_text), ApplyFeatureDeltas(turn_text)]
     drained = _drain(state)
     return ChatSessionStep(drained.state, (*effects, *drained.effects))
 

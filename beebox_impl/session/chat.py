@@ -768,9 +768,11 @@ class ChatSession:
         self._lifecycle = after_turn_result(self._lifecycle)
         self._turn_ended(delivered=True)
         self._events.publish(Done())
-        if self._turn_text:
-            self._events.publish(TurnText(self._turn_text))
-            self._feature_deltas(self._turn_text)
+        # The next turn's text starts empty, a turn the CLI starts itself too.
+        turn_text, self._turn_text = self._turn_text, ""
+        if turn_text:
+            self._events.publish(TurnText(turn_text))
+            self._feature_deltas(turn_text)
         return self._begin_drain()
 
     def _run_ended(self, handle: ChatRun) -> _Plan:

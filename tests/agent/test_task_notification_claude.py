@@ -103,9 +103,10 @@ async def test_a_background_sub_agents_notification_is_not_the_persons_turn(
 ) -> None:
     api.script_for(is_sub_agents, Reply.text(SUB_REPLY))
     api.script(Reply((Text("Asking a helper."), CALL)), Reply.text(STARTED), Reply.text(ANSWER))
-    async with claude_box(tmp_path / "box", claude) as (box, _log):
+    async with claude_box(tmp_path / "box", claude) as (box, log):
         await box.send(SendRequest(PROMPT, message_id="m-1"))
         history = await history_with(box, ANSWER)
+        await log.wait_for(lambda event: event.name == "turn-text", count=2)
         session_id = box.session_id
     # What the CLI did: the call ran in the background, and once the sub-agent had
     # replied the CLI wrote a notification turn, which the main agent answered.
@@ -129,6 +130,11 @@ async def test_a_background_sub_agents_notification_is_not_the_persons_turn(
     assert notification["uuid"] not in [entry["uuid"] for entry in history["entries"]]
     assert texts(history)[-2:] == [STARTED, ANSWER]
     assert SUB_REPLY not in json.dumps(history)
+
+    # Each turn's text is its own: the turn the CLI started for the notification
+    # does not say the first turn's again (chat_session rule 5).
+    turn_texts = [event.data["text"] for event in log.named("turn-text")]
+    assert turn_texts[-1] == ANSWER
 
     # The review: one turn the person took, by the spec and by the box's walk.
     assert count_real_user_turns(records) == 1

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.chat_session import (
+    ApplyFeatureDeltas,
     ChatSessionState,
     ChatSessionStep,
     CloseRun,
@@ -248,7 +249,7 @@ def test_the_complete_message_replaces_the_live_text_and_the_result_ends_it() ->
     assert done.effects == (Emit("message", assistant("Hello")),)
     assert session_live_text(done.state) is None
     # The turn's text is the complete messages', not the deltas'.
-    assert ended.state.turn_text == "Hello"
+    assert Emit("turn-text", "Hello") in ended.effects
     assert session_live_text(ended.state) is None
     assert Emit("done") in ended.effects
 
@@ -271,7 +272,6 @@ def test_a_sub_agents_messages_are_no_part_of_the_turns_text() -> None:
     assert steps[-1].effects == (Emit("turn-delta", LiveTextDelta("look.", first=False)),)
     assert session_live_text(steps[-1].state) == "Let me look."
     ended = arrive(steps[-1].state, assistant("Let me look."), result())[-1]
-    assert ended.state.turn_text == "Let me look."
     assert Emit("turn-text", "Let me look.") in ended.effects
 
 
@@ -306,3 +306,16 @@ def test_a_stream_event_still_carries_the_session_id() -> None:
     first = stream_event({"type": "message_start", "message": {}})
     (arrived,) = arrive(state, first)
     assert arrived.effects == (SaveSessionId(SESSION), Emit("session-id", SESSION))
+
+
+def test_a_turn_the_cli_starts_itself_has_its_own_text_and_features() -> None:
+    # Rule 5 (`docs/spec-decisions.md#turn-text-per-result`): Claude Code answers a
+    # background sub-agent's notification in a turn no send began; its text must not
+    # hold the last turn's again, nor apply the last turn's feature deltas twice.
+    first = arrive(streaming(), assistant("Asking a helper."), result("Asking a helper."))
+    assert Emit("turn-text", "Asking a helper.") in first[-1].effects
+    said, ended = arrive(first[-1].state, assistant("Found three."), result("Found three."))
+    assert said.effects == (Emit("message", assistant("Found three.")),)
+    assert Emit("turn-text", "Found three.") in ended.effects
+    assert ApplyFeatureDeltas("Found three.") in ended.effects
+    assert ApplyFeatureDeltas("Asking a helper.") not in ended.effects
