@@ -115,6 +115,13 @@ The rules, in the order a reader meets them:
    complete ones are emitted as ``message`` like the main conversation's, but none
    adds to the turn's text (``turn-text``, rule 5) or moves the live text, and its
    text deltas are not ``turn-delta``.
+12. **A turn the agent starts itself**
+   (ours, `docs/spec-decisions.md#self-started-turns`). Claude Code starts a turn no
+   send began when a sub-agent it ran in the background finishes (its
+   ``<task-notification>``). A message of that turn — an ``assistant`` message or a
+   ``stream_event`` of the main conversation (`starts_a_turn`) — that arrives while
+   the session is ``ready`` moves it to ``streaming`` first: the session reads busy,
+   a send is queued, and the turn's ``result`` ends it as rule 5 ends any turn.
 
 The engine events and run requests are `beebox_spec.run_protocol`'s, shared
 with the thread session. Engine events only arrive about the current run; an
@@ -177,6 +184,7 @@ from beebox_spec.sdk_messages import (
     LiveTextDelta,
     accumulate_assistant_text,
     live_text_after,
+    sub_agent_call,
     text_delta,
 )
 
@@ -222,6 +230,7 @@ __all__ = [
     "session_busy",
     "session_live_text",
     "session_running",
+    "starts_a_turn",
     "step",
 ]
 
@@ -553,6 +562,15 @@ def _run_start_failed(state: ChatSessionState, reason: str) -> ChatSessionStep:
     return ChatSessionStep(cleared, (ReportStartFailed(reason, text),))
 
 
+def starts_a_turn(message: AdaptedMessage) -> bool:
+    """Rule 12: whether ``message``, arriving while the session is ``ready``, is the
+    agent's own turn beginning: an ``assistant`` message or a ``stream_event`` of the
+    main conversation (a sub-agent's belong to the call that started it)."""
+    if message["type"] != "assistant" and message["type"] != "stream_event":
+        return False
+    return sub_agent_call(message) is None
+
+
 def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage) -> ChatSessionStep:
     # Messages come only from the current run, while it exists.
     if lifecycle_run(state.lifecycle) != run:
@@ -572,6 +590,9 @@ def _message_arrived(state: ChatSessionState, run: int, message: AdaptedMessage)
 
     if message["type"] == "task":
         return ChatSessionStep(state, (*effects, Emit("task", message)))
+    # Rule 12: the agent began a turn of its own.
+    if isinstance(state.lifecycle, Ready) and starts_a_turn(message):
+        state = replace(state, lifecycle=next_lifecycle(state.lifecycle, Streaming(run)))
     if message["type"] == "stream_event":
         return _partial_message(state, message, effects)
     state = replace(

@@ -138,7 +138,7 @@ from beebox_impl.session.permissions import PermissionDesk, PermissionEvent
 from beebox_impl.session.pump import PumpCounters, pump_chat_run
 from beebox_impl.session.writer import StoreWriter
 from beebox_impl.store.protocols import QueueStore, SessionIdStore
-from beebox_spec.chat_session import QUEUE_SEPARATOR, combine_queued_texts
+from beebox_spec.chat_session import QUEUE_SEPARATOR, combine_queued_texts, starts_a_turn
 from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
     IDLE,
@@ -962,6 +962,9 @@ class ChatSession:
         if message["type"] == "task":
             self._events.publish(Task(message))
             return None
+        # Rule 12: the agent began a turn of its own (a background sub-agent finished).
+        if isinstance(self._lifecycle, Ready) and starts_a_turn(message):
+            self._lifecycle = next_lifecycle(self._lifecycle, Streaming(handle))
         if message["type"] == "stream_event":
             self._partial_message(handle, message)
             return None

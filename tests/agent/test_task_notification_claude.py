@@ -18,6 +18,7 @@ result), and the review's walk counts one turn the person took (before: two).
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pytest
 
 from beebox_impl.box import Box
 from beebox_impl.review.walk import TranscriptEntries, resolve_span_walk
-from beebox_impl.services import SendRequest
+from beebox_impl.services import Queued, SendRequest
 from beebox_impl.transcript import TailSlice
 from beebox_spec.entries import SessionHistory
 from beebox_spec.review.turns import count_real_user_turns
@@ -142,3 +143,33 @@ async def test_a_background_sub_agents_notification_is_not_the_persons_turn(
     await anyio.to_thread.run_sync(lambda: resolve_span_walk(walked.open, None, 50, drain=True))
     assert walked.user_turns == 1
     assert walked.first_user_snippet == PROMPT
+
+
+async def test_the_turn_the_cli_starts_for_it_reads_busy_and_a_send_waits_its_turn(
+    tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
+) -> None:
+    # chat_session rule 12: while the agent answers the notification (a turn no send
+    # began), the box reads busy, and the person's send is queued and goes after it
+    # (before: the box read Ready, and the send went straight onto the run).
+    halfway = threading.Event()
+    api.script_for(is_sub_agents, Reply.text(SUB_REPLY))
+    api.script(
+        Reply((Text("Asking a helper."), CALL)),
+        Reply.text(STARTED),
+        Reply((Text(ANSWER, hold=halfway),)),
+        Reply.text("MAIN-SAYS: and that one too."),
+    )
+    async with claude_box(tmp_path / "box", claude) as (box, log):
+        await box.send(SendRequest(PROMPT, message_id="m-1"))
+        # The notification's answer has begun: the first turn's text, then its pieces.
+        (first_turn,) = await log.wait_for(lambda event: event.name == "turn-text")
+        await log.wait_for(lambda event: event.name == "turn-delta" and event.seq > first_turn.seq)
+        busy_mid_answer = box.status()["busy"]
+        outcome = await box.send(SendRequest("and another thing", message_id="m-2"))
+        halfway.set()
+        (last,) = (await log.wait_for(lambda event: event.name == "turn-text", count=3))[-1:]
+    assert busy_mid_answer is True
+    assert isinstance(outcome, Queued)
+    assert last.data == {"text": "MAIN-SAYS: and that one too."}
+    # The queued message reached the agent after the notification's answer.
+    assert api.message_requests[-1].user_texts()[-1] == "and another thing"

@@ -29,6 +29,7 @@ from beebox_spec.chat_session import (
     step,
 )
 from beebox_spec.entries import JsonObject
+from beebox_spec.lifecycle import Phase
 from beebox_spec.sdk_messages import (
     AdaptedMessage,
     LiveTextDelta,
@@ -319,3 +320,20 @@ def test_a_turn_the_cli_starts_itself_has_its_own_text_and_features() -> None:
     assert Emit("turn-text", "Found three.") in ended.effects
     assert ApplyFeatureDeltas("Found three.") in ended.effects
     assert ApplyFeatureDeltas("Asking a helper.") not in ended.effects
+
+
+def test_a_turn_the_agent_starts_itself_reads_busy_until_its_result() -> None:
+    # Rule 12 (`docs/spec-decisions.md#self-started-turns`): after a turn's result the
+    # session is ready; the agent's own next turn (a background sub-agent finished)
+    # makes it busy, so a send waits; its result ends it. A sub-agent's message or a
+    # task event does not.
+    ready = arrive(streaming(), assistant("Asking a helper."), result("Asking a helper."))[-1]
+    assert observe(ready.state).phase is Phase.READY
+    for not_a_turn in (assistant("theirs", parent="toolu_1"), delta("x", parent="toolu_1")):
+        assert observe(arrive(ready.state, not_a_turn)[-1].state).phase is Phase.READY
+    for begins in (MESSAGE_START, assistant("Found three.")):
+        own = arrive(ready.state, begins)[-1].state
+        assert (observe(own).phase, observe(own).busy) == (Phase.STREAMING, True)
+        assert step(own, Send("and another")).accepted is False
+        ended = arrive(own, result())[-1].state
+        assert (observe(ended).phase, observe(ended).busy) == (Phase.READY, False)
