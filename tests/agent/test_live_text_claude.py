@@ -76,17 +76,22 @@ async def test_a_streamed_reply_shows_piece_by_piece_then_whole_once(
 async def test_a_dropped_attempt_leaves_the_live_text_to_the_retry(
     tmp_path: Path, claude: OfflineClaude, api: MessagesApiDouble
 ) -> None:
-    # The API cuts the first attempt after some text; the CLI asks again. Claude Code
-    # 2.1.332 says none of the cut attempt's deltas, and the retry's first piece is
-    # marked `first`: the live text is the retry's alone. (A CLI that did say them
-    # would be covered by the mark: tests/spec/test_live_text.py,
-    # tests/web/test_live_text_browser.py.)
+    # The API cuts the first attempt after some text; the CLI asks again. Whether the
+    # CLI says the cut attempt's deltas depends on when the cut lands (a fresh-clone
+    # run saw them, most runs here do not); either way the retry's first piece is
+    # marked `first`, so the live text a page shows is the retry's alone.
     api.script(Drop("half an answer"), Reply.text("the whole answer, at last"))
     async with claude_box(tmp_path / "box", claude) as (box, log):
         await box.send(SendRequest("hello", message_id="m-1"))
         (text,) = await log.wait_for_name("turn-text")
     assert len(api.message_requests) == 2
     deltas = [event.data for event in log.events if event.name == "turn-delta"]
-    assert [data["first"] for data in deltas] == [True] + [False] * (len(deltas) - 1)
-    assert "".join(data["text"] for data in deltas) == "the whole answer, at last"
+    starts = [index for index, data in enumerate(deltas) if data["first"]]
+    assert starts[0] == 0
+    assert len(starts) in (1, 2)
+    attempts = ["".join(data["text"] for data in deltas[start:end]) for start, end in
+                zip(starts, [*starts[1:], len(deltas)], strict=True)]  # fmt: skip
+    assert attempts[-1] == "the whole answer, at last"
+    if len(attempts) == 2:
+        assert "half an answer".startswith(attempts[0])
     assert text.data == {"text": "the whole answer, at last"}
