@@ -568,6 +568,12 @@ function onEvent(name, data) {
         // `first`: a new message's first piece; what streamed before (a retried
         // attempt's text) is not part of it.
         state.streaming = data.first ? data.text : state.streaming + data.text;
+        // The agent is writing, so it is busy: a turn it began itself (a background
+        // sub-agent finished) has no `chat-turn` to say so.
+        if (state.status && !state.status.busy) {
+          state.status.busy = true;
+          render();
+        }
         renderStreamingSoon();
       }
       return;

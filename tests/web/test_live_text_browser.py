@@ -197,3 +197,30 @@ def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
     expect(said).to_have_count(1)
     assert problems == []
     context.close()
+
+
+def test_text_the_agent_writes_unasked_shows_it_working(
+    browser: Browser, served_box: Callable[..., ServedBox]
+) -> None:
+    # A turn Claude Code starts itself (a background sub-agent finished: chat_session
+    # rule 12) has no `chat-turn`: on an open stream of an idle page, its first piece
+    # says the agent is working.
+    from tests.web.test_sub_agent_messages_browser import OPEN_STREAM  # noqa: PLC0415
+
+    expect = _expect()
+    served = served_box()
+    context = browser.new_context(viewport=DESKTOP)
+    context.add_init_script(OPEN_STREAM)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(served.login_url)
+    expect(page.locator("#status")).to_contain_text("Send starts the agent")
+    page.evaluate(
+        "([name, data]) => window.__say(name, data)",
+        list(delta("The helper found three", first=True)),
+    )
+    expect(streaming(page)).to_have_text("The helper found three")
+    expect(page.locator("#status")).to_contain_text("Working…")
+    assert problems == []
+    context.close()
