@@ -60,21 +60,29 @@ def scripted_stream(context: BrowserContext, bodies: list[str]) -> None:
     context.route("**/api/events", answer)
 
 
-def open_busy_page(
-    browser: Browser, served: ServedBox, bodies: list[str], *, script: str | None = None
+def open_page(
+    browser: Browser, served: ServedBox, bodies: list[str] | None, *, script: str | None = None
 ) -> tuple[BrowserContext, Page, list[str]]:
-    """A turn held open, then a logged-in page whose stream is ``bodies``, running
-    ``script`` first when given."""
-    served.api("POST", "/api/chat/send", {"message": "Water the tomatoes"})
+    """A logged-in page whose stream is ``bodies`` (None: the page's own, or the one
+    ``script`` gives it), running ``script`` first when given."""
     context = browser.new_context(viewport=DESKTOP)
     if script is not None:
         context.add_init_script(script)
-    scripted_stream(context, bodies)
+    if bodies is not None:
+        scripted_stream(context, bodies)
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.goto(served.login_url)
     return context, page, problems
+
+
+def open_busy_page(
+    browser: Browser, served: ServedBox, bodies: list[str], *, script: str | None = None
+) -> tuple[BrowserContext, Page, list[str]]:
+    """A turn held open, then `open_page`."""
+    served.api("POST", "/api/chat/send", {"message": "Water the tomatoes"})
+    return open_page(browser, served, bodies, script=script)
 
 
 def streaming(page: Page) -> Any:
@@ -208,13 +216,7 @@ def test_text_the_agent_writes_unasked_shows_it_working(
     from tests.web.test_sub_agent_messages_browser import OPEN_STREAM  # noqa: PLC0415
 
     expect = _expect()
-    served = served_box()
-    context = browser.new_context(viewport=DESKTOP)
-    context.add_init_script(OPEN_STREAM)
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.goto(served.login_url)
+    context, page, problems = open_page(browser, served_box(), None, script=OPEN_STREAM)
     expect(page.locator("#status")).to_contain_text("Send starts the agent")
     page.evaluate(
         "([name, data]) => window.__say(name, data)",
