@@ -178,16 +178,23 @@ def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
     said = page.locator(".message", has_text='You said: "Water the tomatoes"')
     expect(said).to_have_count(1)
     assert any(text is not None for text in reads)
+
     # A piece streamed after it goes on from it (the stream's next connection).
-    page.route(
-        "**/api/events",
-        lambda route: route.fulfill(
-            status=200,
-            headers={"Content-Type": "text/event-stream"},
-            body=sse(delta(", then the peas")),
-        ),
-        times=1,
-    )
+    def one_more_piece(route: Route) -> None:
+        try:
+            route.fulfill(
+                status=200,
+                headers={"Content-Type": "text/event-stream"},
+                body=sse(delta(", then the peas")),
+            )
+        except PlaywrightError as error:
+            # The reload below can abandon a stream in flight: its route is gone, not
+            # ours to answer (a fresh-clone CI run met it). The piece's expectation
+            # below is what holds the page to showing it.
+            if "already handled" not in str(error) and "closed" not in str(error):
+                raise
+
+    page.route("**/api/events", one_more_piece, times=1)
     expect(streaming(page)).to_have_text("And now the beans, then the peas")
     expect(said).to_have_count(1)
     # A reload shows the text so far again, from bootstrap alone.
