@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 # Long enough for a cold page and a slow CI machine; every wait ends as soon as it can.
 WAIT_MS = 20_000
 DESKTOP: ViewportSize = {"width": 1100, "height": 760}
+# Two animation frames: what a layout change makes the page do is done after them.
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# The page has had the box's state twice: its first read, and the one it makes on
+# connecting to the event stream (whose render lands whenever its answer does).
+STATE_READ_TWICE = """() => performance.getEntriesByType("resource")
+  .filter((entry) => entry.name.includes("/api/chat/bootstrap") && entry.responseEnd > 0)
+  .length >= 2"""
 PHONE: ViewportSize = {"width": 390, "height": 780}
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tests.web.conftest import ServedBox
-from tests.web.test_browser import DESKTOP, WAIT_MS, _expect
+from tests.web.test_browser import DESKTOP, FRAMES, STATE_READ_TWICE, WAIT_MS, _expect
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Route
@@ -225,6 +225,11 @@ def test_text_the_agent_writes_unasked_shows_it_working(
     expect = _expect()
     context, page, problems = open_page(browser, served_box(), None, script=OPEN_STREAM)
     expect(page.locator("#status")).to_contain_text("Send starts the agent")
+    # The state read again on the stream's opening is in (an idle box's answer would
+    # otherwise land after the piece and take it away, as it should for a box that
+    # is not busy), and rendered.
+    page.wait_for_function(STATE_READ_TWICE, timeout=WAIT_MS)
+    page.evaluate(FRAMES)
     page.evaluate(
         "([name, data]) => window.__say(name, data)",
         list(delta("The helper found three", first=True)),

@@ -19,7 +19,9 @@ import pytest
 from tests.web.conftest import ServedBox
 from tests.web.test_browser import (
     DESKTOP,
+    FRAMES,
     PHONE,
+    STATE_READ_TWICE,
     WAIT_MS,
     _expect,
     photo_png,
@@ -40,7 +42,6 @@ SCROLL_UP_PX = 400
 VIEWPORTS = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 
 # Two animation frames: what a layout change makes the page do is done by then.
-FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # How far the view is from the bottom of the conversation, in pixels.
 SHORT_OF_BOTTOM = "() => { const log = document.getElementById('log');"
 SHORT_OF_BOTTOM += " return log.scrollHeight - log.scrollTop - log.clientHeight; }"
@@ -103,37 +104,26 @@ class HeldPhotos:
         self.held.clear()
 
 
-def opened(page: Page, photos: HeldPhotos, reads: list[str]) -> None:
+def opened(page: Page, photos: HeldPhotos) -> None:
     """Until the page shows the conversation, listens to the box, has read the state
-    its connection re-reads (``reads``: the bootstrap answers so far; the first read,
-    then the one on connecting, whose render would otherwise land after the test has
+    again on connecting (its render would otherwise land after the test has
     scrolled), and asked for the photo."""
     reply(page, "Does it get enough sun?").wait_for(timeout=WAIT_MS)
     _expect()(page.locator("#status")).not_to_have_text("Connecting…")
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while len(reads) < 2:
-        assert time.monotonic() < deadline, "the page never read the state again on connecting"
-        page.wait_for_timeout(50)
+    page.wait_for_function(STATE_READ_TWICE, timeout=WAIT_MS)
     page.evaluate(FRAMES)
     photos.wait_for_one()
 
 
 def open_held(
     browser: Browser, served: ServedBox, viewport: ViewportSize
-) -> tuple[BrowserContext, Page, HeldPhotos, list[str]]:
+) -> tuple[BrowserContext, Page, HeldPhotos]:
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
     photos = HeldPhotos(page)
-    reads: list[str] = []
-    page.on("response", lambda response: _note_read(response.url, reads))
     page.goto(served.login_url)
-    opened(page, photos, reads)
-    return context, page, photos, reads
-
-
-def _note_read(url: str, reads: list[str]) -> None:
-    if "/api/chat/bootstrap" in url:
-        reads.append(url)
+    opened(page, photos)
+    return context, page, photos
 
 
 def photo_loaded(page: Page) -> None:
@@ -156,7 +146,7 @@ def test_the_view_stays_at_the_newest_message_while_a_photo_loads(
 ) -> None:
     served = served_box()
     seed_conversation(served)
-    context, page, photos, reads = open_held(browser, served, viewport)
+    context, page, photos = open_held(browser, served, viewport)
     source = page.locator("img.photo").get_attribute("src", timeout=WAIT_MS)
     assert source is not None
     assert source.startswith("/api/session-media/"), "the photo comes by reference"
@@ -171,9 +161,8 @@ def test_the_view_stays_at_the_newest_message_while_a_photo_loads(
 
     # A reload: this browser has seen the photo, so its place is kept before it loads.
     photos = HeldPhotos(page)
-    reads.clear()
     page.reload()
-    opened(page, photos, reads)
+    opened(page, photos)
     assert photo_height(page) == loaded_height, "the photo's size is reserved before it loads"
     assert short_of_bottom(page) <= AT_BOTTOM_PX
     photos.release()
@@ -189,7 +178,7 @@ def test_a_photo_loading_leaves_the_view_where_the_person_scrolled(
 ) -> None:
     served = served_box()
     seed_conversation(served)
-    context, page, photos, _reads = open_held(browser, served, viewport)
+    context, page, photos = open_held(browser, served, viewport)
     log = page.locator("#log")
     # The person scrolls up (as a wheel would, without its smooth animation).
     log.evaluate(f"log => log.scrollBy({{top: -{SCROLL_UP_PX}, behavior: 'instant'}})")
