@@ -30,6 +30,7 @@ from beebox_spec.thread_pool import BUSY_TIMEOUT, REMINDER
 from tests.agent.box_support import wait_until
 from tests.agent.claude_cli import OfflineClaude, claude_processes
 from tests.agent.messages_api import MessagesApiDouble, Reply, ToolUse
+from tests.impl.engine.fake_claude import option_value
 
 pytestmark = pytest.mark.anyio
 
@@ -111,10 +112,10 @@ async def test_two_threads_park_and_resume_their_own_sessions(
     ]
     # The box gives the thread prompt to a new session's CLI only; the resumed CLI
     # is told which session to resume, and no prompt.
-    assert THREAD_PROMPT in t1_args
+    assert option_value(t1_args, "--system-prompt") == THREAD_PROMPT
     assert not any(arg.startswith("--resume") for arg in t1_args)
     assert f"--resume={t1_session}" in resumed_args
-    assert THREAD_PROMPT not in resumed_args
+    assert not option_value(resumed_args, "--system-prompt")
     # The API sees the prompt in every request all the same: the CLI restores it
     # from the session, as `ClaudeEngine` counts on when it passes none for a resume.
     assert all(THREAD_PROMPT in request.system_text() for request in requests)

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -38,6 +39,18 @@ def result(session: str, subtype: str, text: str) -> dict[str, Any]:
     }
 
 
+def option_value(args: Sequence[object], name: str) -> str | None:
+    """The value of the option ``name`` (``--model``) in ``args``, given as two
+    arguments (``--model opus``, claude-agent-sdk up to 0.2.189) or as one
+    (``--model=opus``, 0.2.190); None when it is not there."""
+    for index, arg in enumerate(map(str, args)):
+        if arg == name and index + 1 < len(args):
+            return str(args[index + 1])
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def main() -> int:
     args = sys.argv[1:]
     log = os.environ.get("FAKE_CLAUDE_LOG")
@@ -50,7 +63,7 @@ def main() -> int:
         return int(refusal)
     resumed = [arg.split("=", 1)[1] for arg in args if arg.startswith("--resume=")]
     session = resumed[0] if resumed else str(uuid.uuid4())
-    model = args[args.index("--model") + 1] if "--model" in args else "fake-model"
+    model = option_value(args, "--model") or "fake-model"
     announced = False
     holding = False
     for line in sys.stdin:

@@ -27,6 +27,7 @@ from beebox_impl.engine.claude import INSTALL_HINT
 from beebox_impl.transcript.location import encode_project_dir
 from beebox_spec.entries import JsonObject
 from beebox_spec.sdk_messages import adapt_sdk_message
+from tests.impl.engine.fake_claude import option_value
 
 FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
 
@@ -228,11 +229,11 @@ async def test_a_session_resumes_by_its_id_with_the_system_prompt_only_when_new(
     assert "--input-format" in first_args
     assert "--include-partial-messages" in first_args
     assert "--include-partial-messages" in second_args
-    assert first_args[first_args.index("--model") + 1] == "opus"
-    assert first_args[first_args.index("--system-prompt") + 1] == "be brief"
+    assert option_value(first_args, "--model") == "opus"
+    assert option_value(first_args, "--system-prompt") == "be brief"
     assert not any(str(arg).startswith("--resume") for arg in first_args)
     assert f"--resume={session}" in second_args
-    assert "be brief" not in second_args
+    assert not option_value(second_args, "--system-prompt")
 
 
 @pytest.mark.anyio
@@ -313,7 +314,7 @@ async def test_a_session_the_cli_never_wrote_is_started_anew(
     assert isinstance(args, list)
     assert not any(str(arg).startswith("--resume") for arg in args)
     # A new session: it gets the system prompt.
-    assert args[args.index("--system-prompt") + 1] == "be brief"
+    assert option_value(args, "--system-prompt") == "be brief"
 
 
 @pytest.mark.anyio
