@@ -6,8 +6,8 @@ one of the statuses that judge nothing (``info``, ``n/a``); `load_average` is th
 figure every report prints beside its own, since the machines are shared.
 
 `bench/peers.py`, `sessions.py` and `claude.py` print through it, each with its own
-row type (anything with the six fields, `TableRow`); `transcripts.py` prints notes
-and an implementation-missing line of its own.
+row type (anything with the six fields, `TableRow`); `transcripts.py` prints its
+rows and summary through `print_rows` and `print_summary`, with its notes between.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-__all__ = ["UNJUDGED", "Row", "TableRow", "load_average", "print_table"]
+__all__ = [
+    "UNJUDGED",
+    "Row",
+    "TableRow",
+    "load_average",
+    "print_rows",
+    "print_summary",
+    "print_table",
+]
 
 # Statuses that are figures only: no target, or nothing to judge in this run.
 UNJUDGED: Final = frozenset({"info", "n/a"})
@@ -54,6 +62,13 @@ class Row:
 
 def print_table(rows: Sequence[TableRow], unjudged: Collection[str] = UNJUDGED) -> None:
     """The table, then the summary line (rows that missed or broke repeated, loudly)."""
+    print_rows(rows)
+    print()
+    print_summary(rows, unjudged)
+
+
+def print_rows(rows: Sequence[TableRow]) -> None:
+    """The table alone: a header, a rule, a line a row ending in its status."""
     header = ("measure", "ours", "baseline", "ratio", "target")
     cells = [header, *[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
@@ -66,7 +81,10 @@ def print_table(rows: Sequence[TableRow], unjudged: Collection[str] = UNJUDGED) 
     print("-+-".join("-" * width for width in widths) + "-+-----")
     for row, cell in zip(rows, cells[1:], strict=True):
         print(line(cell, row.status))
-    print()
+
+
+def print_summary(rows: Sequence[TableRow], unjudged: Collection[str] = UNJUDGED) -> None:
+    """The ``SUMMARY:`` line, and every row that missed or broke, repeated."""
     judged = [row for row in rows if row.status not in unjudged]
     missed = [row for row in judged if row.status != "ok"]
     if missed:

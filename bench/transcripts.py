@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import pybase64
 from generate_transcript import GeneratedTranscript, generate_transcript
+from report import load_average, print_rows, print_summary
 
 if TYPE_CHECKING:
     from beebox_impl.transcript import TranscriptIndexCache
@@ -1208,46 +1209,16 @@ def _strip_rows(report: Report, strip: Outcome) -> None:
     )
 
 
-def print_table(report: Report) -> None:
-    """The table, then the summary line."""
-    header = Row("measure", "ours", "baseline", "ratio", "target", "info")
-    rows = [header, *report.rows]
-    columns = list(
-        zip(*[(r.measure, r.ours, r.baseline, r.ratio, r.target) for r in rows], strict=True)
-    )
-    widths = [max(len(cell) for cell in column) for column in columns]
-
-    def line(row: Row, status: str) -> str:
-        cells = (row.measure, row.ours, row.baseline, row.ratio, row.target)
-        return (
-            " | ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-            + f" | {status}"
-        )
-
-    print(line(header, "ok?"))
-    print("-+-".join("-" * width for width in widths) + "-+-----")
-    for row in report.rows:
-        print(line(row, row.status))
-    judged = [row for row in report.rows if row.status in ("ok", "MISSED", "WRONG", "ERROR")]
-    missed = [row for row in judged if row.status != "ok"]
+def print_report(report: Report) -> None:
+    """The table, the notes on what failed, then the summary line."""
+    print_rows(report.rows)
     print()
     for note in report.notes.values():
         print(f"  ! {note}")
     if not report.impl_ready:
         print("SUMMARY: beebox_impl.transcript is not importable yet: baselines only.")
-    elif missed:
-        print(f"SUMMARY: {len(judged) - len(missed)}/{len(judged)} targets met — MISSED:")
-        for row in missed:
-            print(f"  *** {row.status}: {row.measure} ({row.ours} vs {row.baseline}; {row.target})")
     else:
-        print(f"SUMMARY: all {len(judged)} targets met.")
-
-
-def _load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "?"
+        print_summary(report.rows)
 
 
 def _probe_impl(allocator: str) -> tuple[bool, str, str]:
@@ -1309,7 +1280,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s]{message}", file=sys.stderr, flush=True)
 
     impl_ready, why, allocator_settings = _probe_impl(config.allocator)
-    load_before = _load_average()
+    load_before = load_average()
     print(
         f"beebox transcript benchmark ({config.name}): each measure in a fresh child, "
         f"{config.rounds} round(s) of children, ours beside its baseline; best of "
@@ -1336,7 +1307,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(measure_size(made, config, impl_ready, full_set=scale == 1, say=say))
             made.path.unlink()  # one file on disk (and in the page cache) at a time
     print(
-        f"load average (1 min): {load_before} at the start, {_load_average()} at the end, "
+        f"load average (1 min): {load_before} at the start, {load_average()} at the end, "
         f"on {os.cpu_count()} CPUs (other processes' load makes absolute figures noisy)"
     )
     print("files:")
@@ -1352,7 +1323,7 @@ def main(argv: list[str] | None = None) -> int:
         "open + seek + read(line length) + bytes.find + base64.b64decode."
     )
     print()
-    print_table(build_report(runs[0], runs[1], impl_ready))
+    print_report(build_report(runs[0], runs[1], impl_ready))
     say(f" done in {time.perf_counter() - started:.0f} s")
     return 0
 
