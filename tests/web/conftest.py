@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Route
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -83,6 +83,30 @@ def screenshot_dir(tmp_path: Path) -> Path:
     folder = Path(chosen) if chosen else tmp_path / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def abandoned_by_the_page(error: Exception) -> bool:
+    """Whether a route handler's answer failed because the page let the request go.
+
+    A reload (or a closing page) abandons a read in flight, and Playwright may
+    still call a handler for it, even one unrouted a moment before: its answer
+    then fails with "already handled" or "closed". That route is gone, not the
+    test's to answer; what the test expects of the page is asserted elsewhere.
+    """
+    return "already handled" in str(error) or "closed" in str(error)
+
+
+def fulfill_unless_abandoned(route: Route, **answer: Any) -> bool:
+    """``route.fulfill(**answer)``; False if the page had let the request go."""
+    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415 - skips without it
+
+    try:
+        route.fulfill(**answer)
+    except PlaywrightError as error:
+        if not abandoned_by_the_page(error):
+            raise
+        return False
+    return True
 
 
 def free_port() -> int:

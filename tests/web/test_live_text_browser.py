@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tests.web.conftest import ServedBox
+from tests.web.conftest import ServedBox, abandoned_by_the_page, fulfill_unless_abandoned
 from tests.web.test_browser import DESKTOP, FRAMES, STATE_READ_TWICE, WAIT_MS, _expect
 
 if TYPE_CHECKING:
@@ -51,7 +51,10 @@ def scripted_stream(context: BrowserContext, bodies: list[str]) -> None:
     remaining: Iterator[str] = iter(bodies)
 
     def answer(route: Route) -> None:
-        route.fulfill(
+        # A reload can abandon a stream in flight, even after the test unroutes it
+        # (a fresh-clone CI run met it): see `abandoned_by_the_page`.
+        fulfill_unless_abandoned(
+            route,
             status=200,
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"},
             body=next(remaining, ""),
@@ -164,8 +167,7 @@ def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
                 boot["liveText"] = said["content"][0]["text"] + "\n\nAnd now the **beans**"
             route.fulfill(response=answer, json=boot)
         except PlaywrightError as error:
-            # A reload abandons a read in flight; its route is gone, not ours to answer.
-            if "already handled" not in str(error) and "closed" not in str(error):
+            if not abandoned_by_the_page(error):
                 raise
             return
         reads.append(boot.get("liveText"))
@@ -181,18 +183,13 @@ def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
 
     # A piece streamed after it goes on from it (the stream's next connection).
     def one_more_piece(route: Route) -> None:
-        try:
-            route.fulfill(
-                status=200,
-                headers={"Content-Type": "text/event-stream"},
-                body=sse(delta(", then the peas")),
-            )
-        except PlaywrightError as error:
-            # The reload below can abandon a stream in flight: its route is gone, not
-            # ours to answer (a fresh-clone CI run met it). The piece's expectation
-            # below is what holds the page to showing it.
-            if "already handled" not in str(error) and "closed" not in str(error):
-                raise
+        # The piece's expectation below is what holds the page to showing it.
+        fulfill_unless_abandoned(
+            route,
+            status=200,
+            headers={"Content-Type": "text/event-stream"},
+            body=sse(delta(", then the peas")),
+        )
 
     page.route("**/api/events", one_more_piece, times=1)
     expect(streaming(page)).to_have_text("And now the beans, then the peas")
