@@ -7,7 +7,7 @@ to these functions by property-based and stateful tests; the conformance vectors
 (`conformance/vectors`) pin them in a language-neutral form.
 
 Run ``python -m beebox_spec`` to print the chat phase table and its legal
-transitions, generated from the one table in `beebox_spec.lifecycle`.
+transitions, generated from the one table in `beebox_spec.phases`.
 
 Reading order
 -------------
@@ -19,25 +19,26 @@ against this list):
 1. `errors` — `Rejection` (outside input refused) vs `InvariantError` (a caller bug)
 2. `entries` — the wire shapes of history: `SessionEntry`, content blocks, `SessionHistory`
 3. `js_values` — how the original's JavaScript reads values: whitespace, `String()`, JSON
-4. `lifecycle` — the five phases and the ONE table of legal transitions; busy/running
-5. `sdk_messages` — the SDK message union and the one shared `adapt_sdk_message`
-6. `run_protocol` — what a session and the engine running its run say to each other
-7. `permission_timeout` — how long a permission request may wait before it is denied
-8. `permissions` — a tool call waiting for a person's answer, and what ends it
-9. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
-10. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
-11. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
-12. `reconcile` — a send's attribution, the acceptance record read back, the client's join
-13. `transcript` — the guarded line reader, oversize stubs, history entries and slices
-14. `review` — chat review: the pass, and the conventions its modules share
-15. `review.snippets` — the first user message reduced to a title
-16. `review.turns` — which transcript lines are turns the person took
-17. `review.leak_scan` — the credential shapes, the scan and the redaction
-18. `review.rendering` — what the reviewer reads of a span, and the elision
-19. `review.reviewer` — the reviewer's prompts and the schema of its output
-20. `review.husk` — title ownership and the one write to the husk card
-21. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
-22. `review.qualification` — the discovery gates and the order sessions are reviewed in
-23. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
-24. `__main__` — ``python -m beebox_spec``
+4. `phases` — the five phases and the ONE table of legal transitions; busy/running
+5. `lifecycle` — a phase and the run it owns; `next_lifecycle`, the one write path
+6. `sdk_messages` — the SDK message union and the one shared `adapt_sdk_message`
+7. `run_protocol` — what a session and the engine running its run say to each other
+8. `permission_timeout` — how long a permission request may wait before it is denied
+9. `permissions` — a tool call waiting for a person's answer, and what ends it
+10. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
+11. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
+12. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
+13. `reconcile` — a send's attribution, the acceptance record read back, the client's join
+14. `transcript` — the guarded line reader, oversize stubs, history entries and slices
+15. `review` — chat review: the pass, and the conventions its modules share
+16. `review.snippets` — the first user message reduced to a title
+17. `review.turns` — which transcript lines are turns the person took
+18. `review.leak_scan` — the credential shapes, the scan and the redaction
+19. `review.rendering` — what the reviewer reads of a span, and the elision
+20. `review.reviewer` — the reviewer's prompts and the schema of its output
+21. `review.husk` — title ownership and the one write to the husk card
+22. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
+23. `review.qualification` — the discovery gates and the order sessions are reviewed in
+24. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
+25. `__main__` — ``python -m beebox_spec``
 """

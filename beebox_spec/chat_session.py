@@ -23,7 +23,7 @@ tests.
 
 The rules, in the order a reader meets them:
 
-1. **Send.** A send while the session is busy (`lifecycle.is_busy`: a turn in
+1. **Send.** A send while the session is busy (`phases.is_busy`: a turn in
    flight, or a run still starting) is refused; the caller enqueues instead. With
    an open run the session moves ``ready → streaming`` and sends the turn. With no
    run and the phase ``idle`` it moves to ``starting`` and asks for a run; the text
@@ -139,7 +139,6 @@ from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
     IDLE,
     Lifecycle,
-    Phase,
     Ready,
     Starting,
     Stopping,
@@ -166,6 +165,7 @@ from beebox_spec.permissions import (
     settle,
 )
 from beebox_spec.permissions import ask as ask_permission
+from beebox_spec.phases import Phase
 from beebox_spec.run_protocol import (
     CloseRun,
     Emit,

@@ -1,67 +1,50 @@
-"""The chat run lifecycle: five phases and the one table of legal moves between them.
+"""The chat run lifecycle: a phase, and the run handle it owns.
 
-Spec sources: `docs/sources.md#lifecycle-phases` ("Phases": the phase table, and
-every change of phase goes through `nextLifecycle`) and `docs/sources.md#facts-3-1`
-(§3.1: the lifecycle union, `LEGAL_TRANSITIONS`, `afterTurnResult`).
+Spec sources: `docs/sources.md#lifecycle-phases` (every change of phase goes through
+`nextLifecycle`) and `docs/sources.md#facts-3-1` (§3.1: the lifecycle union,
+`afterTurnResult`).
 
 Theory of operation
 -------------------
 
-A chat session drives at most one SDK run at a time. Where that run stands is its
-*lifecycle*, one of five phases:
+The five phases and the one table of legal moves between them are
+`beebox_spec.phases`. A *lifecycle* value is a phase together with what the phase
+owns: the run handle in ``ready``, ``streaming`` and ``stopping``, and in
+``stopping`` whether the run was mid-turn when it was stopped (``was_busy``). The
+run handle's type is a parameter, so the implementation uses these same classes
+with its real run objects.
 
-- ``idle`` — no run. The start state, and where every run ends.
-- ``starting`` — a run is being started; there is no run handle yet.
-- ``ready`` — the run is open and waiting for the next turn.
-- ``streaming`` — a turn is in flight.
-- ``stopping`` — a deliberate ``stop()`` closed the run; the close handler must not
-  drain the queue. Only the whole-box `ChatSession` enters it: a thread session
-  closes straight through to ``idle``.
+Every change of a session's lifecycle goes through `next_lifecycle`, which moves
+only along a row of `LEGAL_TRANSITIONS` and raises `InvariantError` on any other
+move: such a move is a bug in the caller over the box's own state, never a
+condition to degrade.
 
-The legal moves are the rows of `LEGAL_TRANSITIONS` below, and nothing else is.
-Self-loops are not moves (``idle → idle`` is illegal). Every change of phase, in
-the specification and in the implementation, goes through `next_lifecycle`, which
-raises `InvariantError` on an illegal move: such a move is a bug in the caller over
-the box's own state, never a condition to degrade.
-
-A lifecycle value carries what its phase owns: the run handle in ``ready``,
-``streaming`` and ``stopping``, and in ``stopping`` whether the run was mid-turn
-when it was stopped (``was_busy``). The run handle's type is a parameter, so the
-implementation uses these same classes with its real run objects.
-
-Two readings of "busy" exist and both are kept here:
+Two readings of "busy" exist and both are kept:
 
 - `lifecycle_busy` is the pure reading of the lifecycle union (§3.1): only a
   turn in flight is busy (``streaming``, and ``stopping`` when it was busy).
-- `is_busy` is what a *session* reports (the phase table of
-  `docs/sources.md#lifecycle-phases`): ``starting`` reads busy too, so a second
-  send arriving mid-start is queued onto the starting run instead of racing a
-  second run. A session stuck in ``starting`` therefore reads as permanently busy
-  (§3.1 note).
+- `session_is_busy` is what a *session* reports: `is_busy` of its phase, where
+  ``starting`` reads busy too (a second send arriving mid-start is queued onto the
+  starting run instead of racing a second run), and ``stopping`` reads busy when
+  the stopped run was mid-turn.
 
-`is_running` is true exactly when the phase holds a run handle (``ready``,
-``streaming``, ``stopping``), as the phase table reads. A session's own
-``isRunning()`` (`has_open_run`) further asks whether it has asked to close that
-run: a run being closed takes no more turns, so in ``stopping`` the session holds
-a handle but no open run.
+`is_running` is true exactly when the phase holds a run handle, as the phase table
+reads. A session's own ``isRunning()`` (`has_open_run`) further asks whether it has
+asked to close that run: a run being closed takes no more turns, so in ``stopping``
+the session holds a handle but no open run.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
-from beebox_spec.errors import InvariantError
+from beebox_spec.phases import Phase, is_busy, transition_phase
 
 __all__ = [
     "IDLE",
-    "LEGAL_TRANSITIONS",
-    "PHASE_MEANINGS",
     "Idle",
     "Lifecycle",
-    "Phase",
     "Ready",
     "Starting",
     "Stopping",
@@ -69,60 +52,13 @@ __all__ = [
     "accepts_send",
     "after_turn_result",
     "has_open_run",
-    "is_busy",
-    "is_legal_transition",
-    "is_running",
     "lifecycle_busy",
     "lifecycle_run",
     "next_lifecycle",
     "session_is_busy",
-    "transition_phase",
 ]
 
 RunT = TypeVar("RunT")
-
-
-class Phase(enum.StrEnum):
-    """Where a session's SDK run stands (`ChatRunPhase`)."""
-
-    IDLE = "idle"
-    STARTING = "starting"
-    READY = "ready"
-    STREAMING = "streaming"
-    STOPPING = "stopping"
-
-
-# THE table of legal moves (`LEGAL_TRANSITIONS`, §3.1). Anything not
-# listed, self-loops included, is illegal.
-LEGAL_TRANSITIONS: Mapping[Phase, frozenset[Phase]] = {
-    Phase.IDLE: frozenset({Phase.STARTING}),
-    Phase.STARTING: frozenset({Phase.READY, Phase.IDLE}),
-    Phase.READY: frozenset({Phase.STREAMING, Phase.STOPPING, Phase.IDLE}),
-    Phase.STREAMING: frozenset({Phase.READY, Phase.STOPPING, Phase.IDLE}),
-    Phase.STOPPING: frozenset({Phase.IDLE}),
-}
-
-# What each phase means, after the phase table of `docs/sources.md#lifecycle-phases`.
-PHASE_MEANINGS: Mapping[Phase, str] = {
-    Phase.IDLE: "no SDK run; start state and where every run ends",
-    Phase.STARTING: "a run is being started; no run handle yet",
-    Phase.READY: "run open and idle, waiting for the next turn",
-    Phase.STREAMING: "a turn is in flight",
-    Phase.STOPPING: "a graceful stop() closed the run; the close handler will not drain",
-}
-
-
-def is_legal_transition(source: Phase, target: Phase) -> bool:
-    """Whether ``source → target`` is a row of `LEGAL_TRANSITIONS`."""
-    return target in LEGAL_TRANSITIONS[source]
-
-
-def transition_phase(source: Phase, target: Phase) -> Phase:
-    """Move from ``source`` to ``target``, or raise `InvariantError` if the table forbids it."""
-    # The move must be a row of the one table; anything else is a caller bug.
-    if not is_legal_transition(source, target):
-        raise InvariantError(f"illegal chat lifecycle transition: {source} → {target}")
-    return target
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,19 +127,6 @@ def lifecycle_run(state: Lifecycle[RunT]) -> RunT | None:
     return None
 
 
-def is_busy(phase: Phase, *, was_busy: bool = False) -> bool:
-    """The session-level busy reading of a phase (`docs/sources.md#lifecycle-phases`).
-
-    A turn in flight is busy (``streaming``; ``stopping`` when the stopped run was
-    mid-turn), and so is ``starting``: a run is on its way, so a second send must
-    queue onto it rather than race a second run. A send that finds the session busy
-    is not accepted; the caller enqueues instead.
-    """
-    if phase is Phase.STOPPING:
-        return was_busy
-    return phase in (Phase.STARTING, Phase.STREAMING)
-
-
 def lifecycle_busy(state: Lifecycle[RunT]) -> bool:
     """The lifecycle union's own reading (`lifecycleBusy`, §3.1): `is_busy`, except that
     ``starting`` is not busy — no turn is in flight yet."""
@@ -225,11 +148,6 @@ def accepts_send(state: Lifecycle[RunT], *, close_requested: bool) -> bool:
     if session_is_busy(state):
         return False
     return has_open_run(state, close_requested=close_requested) or isinstance(state, Idle)
-
-
-def is_running(phase: Phase) -> bool:
-    """Whether the phase holds a run handle (``ready``, ``streaming``, ``stopping``)."""
-    return phase in (Phase.READY, Phase.STREAMING, Phase.STOPPING)
 
 
 def has_open_run(state: Lifecycle[RunT], *, close_requested: bool) -> bool:

@@ -93,7 +93,6 @@ from beebox_spec.lifecycle import (
     Streaming,
     after_turn_result,
     has_open_run,
-    is_busy,
     lifecycle_run,
     next_lifecycle,
 )
@@ -112,6 +111,7 @@ from beebox_spec.permissions import (
     settle,
 )
 from beebox_spec.permissions import ask as ask_permission
+from beebox_spec.phases import is_busy
 from beebox_spec.run_protocol import (
     CloseRun,
     Emit,

@@ -19,8 +19,8 @@ from typing import Literal, Protocol, TypedDict
 from beebox_impl.engine.protocol import Engine
 from beebox_impl.store.protocols import QueueStore, SessionIdStore
 from beebox_spec.entries import JsonValue, PendingMessage, SessionContentBlock, SessionEntry
-from beebox_spec.lifecycle import Phase
 from beebox_spec.media import ExtractResult, LineLookup, MediaEntryRef, MediaRef
+from beebox_spec.phases import Phase
 from beebox_spec.reconcile import ReconcileResult
 from beebox_spec.review.husk import TitleOwner
 from beebox_spec.review.journal import JournalBoundary, ResolvedSpan
@@ -129,7 +129,7 @@ class ReviewRules(Protocol):
 
 
 class LifecycleTable(Protocol):
-    """The legal-transition table and its readings (`beebox_spec.lifecycle` is one)."""
+    """The legal-transition table and its readings (`beebox_spec.phases` is one)."""
 
     def is_legal_transition(self, source: Phase, target: Phase, /) -> bool: ...
 

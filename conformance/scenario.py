@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from beebox_impl.engine.messages import raw_sdk_message
-from beebox_spec import chat_session, lifecycle, thread_pool
+from beebox_spec import chat_session, phases, thread_pool
 from beebox_spec.errors import BeeboxError, InvariantError
 from beebox_spec.sdk_messages import AdaptedMessage, adapt_sdk_message
 
@@ -240,7 +240,7 @@ class _SpecThreadDriver:
         phase = self.state.lifecycle.phase
         return {
             "phase": str(phase),
-            "busy": lifecycle.is_busy(phase),
+            "busy": phases.is_busy(phase),
             "running": thread_pool.session_running(self.state),
             "queue": [],
             "runs": [list(turns) for turns in self.runs],

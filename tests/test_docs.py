@@ -12,8 +12,8 @@ import pytest
 
 from beebox_impl.cli import main as bbx
 from beebox_spec.__main__ import main as spec_main
-from beebox_spec.lifecycle import Phase
 from beebox_spec.phase_doc import render_markdown, render_text
+from beebox_spec.phases import Phase
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -143,7 +143,6 @@ from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
     IDLE,
     Lifecycle,
-    Phase,
     Ready,
     Starting,
     Stopping,
@@ -161,6 +160,7 @@ from beebox_spec.permissions import (
     PermissionReply,
     PermissionRequest,
 )
+from beebox_spec.phases import Phase
 from beebox_spec.sdk_messages import (
     AdaptedMessage,
     accumulate_assistant_text,

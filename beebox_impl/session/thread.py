@@ -80,18 +80,17 @@ from beebox_spec.errors import InvariantError
 from beebox_spec.lifecycle import (
     IDLE,
     Lifecycle,
-    Phase,
     Ready,
     Starting,
     Stopping,
     Streaming,
     after_turn_result,
     has_open_run,
-    is_busy,
     lifecycle_run,
     next_lifecycle,
 )
 from beebox_spec.permissions import DEFAULT_TIMEOUT, PermissionReply, PermissionRequest
+from beebox_spec.phases import Phase, is_busy
 from beebox_spec.sdk_messages import AdaptedMessage, assistant_text, extract_chat_responses
 from beebox_spec.thread_pool import SessionBusyError, TurnOutcome, compose_turn
 
@@ -270,7 +269,7 @@ class ChatThreadSession:
 
     @property
     def busy(self) -> bool:
-        """A turn in flight or a run starting (`beebox_spec.lifecycle.is_busy`)."""
+        """A turn in flight or a run starting (`beebox_spec.phases.is_busy`)."""
         return is_busy(self._lifecycle.phase)
 
     @property

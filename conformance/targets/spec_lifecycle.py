@@ -1,7 +1,7 @@
 """Handlers for `lifecycle/*` vectors, and the spec's `session/scenario` handler.
 
 `lifecycle_handlers` answers the lifecycle kinds with any `LifecycleTable`; the
-spec target's `HANDLERS` are those of `beebox_spec.lifecycle` itself.
+spec target's `HANDLERS` are those of the phase table itself (`beebox_spec.phases`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import beebox_spec.lifecycle
-from beebox_spec.lifecycle import Phase
+import beebox_spec.phases
+from beebox_spec.phases import Phase
 from conformance.protocols import LifecycleTable
 from conformance.scenario import run_spec_scenario
 from conformance.targets import HandlerTable
@@ -35,6 +35,6 @@ def lifecycle_handlers(make_table: Callable[[], LifecycleTable]) -> HandlerTable
 
 
 HANDLERS: HandlerTable = {
-    **lifecycle_handlers(lambda: beebox_spec.lifecycle),
+    **lifecycle_handlers(lambda: beebox_spec.phases),
     "session/scenario": run_spec_scenario,
 }

@@ -23,12 +23,12 @@ from beebox_impl.box import Box
 from beebox_impl.services import Queued, SendRequest
 from beebox_impl.services.permissions import PermissionAlreadyEnded, PermissionNotFound
 from beebox_impl.transcript import TailSlice
-from beebox_spec.lifecycle import Phase
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,
     TIMED_OUT_MESSAGE,
     PermissionReply,
 )
+from beebox_spec.phases import Phase
 from tests.agent.box_support import EventLog, LoggedEvent, claude_box, wait_until
 from tests.agent.claude_cli import OfflineClaude, claude_processes
 from tests.agent.messages_api import MessagesApiDouble, Recorded, Reply, ToolUse

@@ -20,8 +20,8 @@ import anyio
 import pytest
 from anyio.lowlevel import checkpoint
 
-import beebox_spec.lifecycle
 import beebox_spec.media
+import beebox_spec.phases
 import beebox_spec.reconcile
 import beebox_spec.review.journal
 import conformance
@@ -34,8 +34,8 @@ from beebox_spec.entries import (
     SessionContentBlock,
     SessionEntry,
 )
-from beebox_spec.lifecycle import Phase
 from beebox_spec.media import LineLookup, MediaEntryRef, MediaRef
+from beebox_spec.phases import Phase
 from beebox_spec.reconcile import ReconcileResult
 from beebox_spec.review.journal import JournalBoundary, ResolvedSpan
 from conformance import (
@@ -99,7 +99,7 @@ def test_the_spec_modules_pass_every_pure_check() -> None:
     check_reconcile(lambda: beebox_spec.reconcile)
     check_journal(lambda: beebox_spec.review.journal)
     check_review_rules(SpecReviewRules)
-    check_lifecycle(lambda: beebox_spec.lifecycle)
+    check_lifecycle(lambda: beebox_spec.phases)
 
 
 def test_the_implementations_transcript_reader_passes() -> None:
@@ -295,13 +295,13 @@ class StartsStreamingFromIdle:
     def is_legal_transition(self, source: Phase, target: Phase, /) -> bool:
         if (source, target) == (Phase.IDLE, Phase.STREAMING):
             return True
-        return beebox_spec.lifecycle.is_legal_transition(source, target)
+        return beebox_spec.phases.is_legal_transition(source, target)
 
     def is_running(self, phase: Phase, /) -> bool:
-        return beebox_spec.lifecycle.is_running(phase)
+        return beebox_spec.phases.is_running(phase)
 
     def is_busy(self, phase: Phase, /, *, was_busy: bool) -> bool:
-        return beebox_spec.lifecycle.is_busy(phase, was_busy=was_busy)
+        return beebox_spec.phases.is_busy(phase, was_busy=was_busy)
 
 
 def test_a_table_with_an_extra_move_fails_check_lifecycle() -> None:
@@ -513,7 +513,7 @@ def test_unparsable_files_and_unknown_kinds_fail_a_check(tmp_path: Path) -> None
     write_vectors(tmp_path / "ok.json", "lifecycle/flags", IDLE_FLAGS)
     (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
     write_vectors(tmp_path / "odd.json", "no/such-kind", ("x", 1, 1))
-    message = failure_of(check_lifecycle, lambda: beebox_spec.lifecycle, vectors=[tmp_path])
+    message = failure_of(check_lifecycle, lambda: beebox_spec.phases, vectors=[tmp_path])
     assert f"FAIL {tmp_path / 'broken.json'}: cannot parse: cannot read: " in message
     assert f"FAIL {tmp_path / 'odd.json'}: unknown kind 'no/such-kind'" in message
     assert message.splitlines()[-1] == "1 passed, 2 failed"

@@ -42,7 +42,8 @@ from beebox_spec.chat_session import (
     step,
 )
 from beebox_spec.errors import InvariantError
-from beebox_spec.lifecycle import Idle, Phase, Starting, lifecycle_run
+from beebox_spec.lifecycle import Idle, Starting, lifecycle_run
+from beebox_spec.phases import Phase
 from conformance.scenario import EngineName, EngineStep, scripted_sdk_message
 
 

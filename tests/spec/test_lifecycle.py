@@ -13,20 +13,16 @@ from beebox_spec.lifecycle import (
     IDLE,
     Idle,
     Lifecycle,
-    Phase,
     Ready,
     Starting,
     Stopping,
     Streaming,
     after_turn_result,
-    is_busy,
-    is_legal_transition,
-    is_running,
     lifecycle_busy,
     lifecycle_run,
     next_lifecycle,
-    transition_phase,
 )
+from beebox_spec.phases import Phase, is_busy, is_legal_transition, is_running, transition_phase
 
 # `docs/sources.md#facts-3-1` (§3.1), written out again so the table is checked against the source.
 SOURCE_TABLE = {

@@ -29,7 +29,7 @@ from beebox_spec.chat_session import (
     step,
 )
 from beebox_spec.entries import JsonObject
-from beebox_spec.lifecycle import Phase
+from beebox_spec.phases import Phase
 from beebox_spec.sdk_messages import (
     AdaptedMessage,
     LiveTextDelta,

@@ -28,7 +28,6 @@ from beebox_spec.chat_session import (
 )
 from beebox_spec.entries import JsonValue
 from beebox_spec.errors import InvariantError
-from beebox_spec.lifecycle import Phase
 from beebox_spec.permissions import (
     DENIED_MESSAGE,
     MAX_DENY_MESSAGE_CHARS,
@@ -54,6 +53,7 @@ from beebox_spec.permissions import (
     time_out,
     withdraw,
 )
+from beebox_spec.phases import Phase
 from tests.spec.test_chat_session import run_events, sdk
 
 

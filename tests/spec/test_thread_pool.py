@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from beebox_spec.errors import InvariantError
 from beebox_spec.js_values import to_iso_timestamp
-from beebox_spec.lifecycle import Idle, Phase
+from beebox_spec.lifecycle import Idle
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,
     AnswerAsk,
@@ -21,6 +21,7 @@ from beebox_spec.permissions import (
     PermissionNotPending,
     PermissionReply,
 )
+from beebox_spec.phases import Phase
 from beebox_spec.sdk_messages import StreamEventMessage, TaskMessage
 from beebox_spec.thread_pool import (
     MAX_AGE,

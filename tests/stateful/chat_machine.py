@@ -66,7 +66,7 @@ from beebox_impl.session import (
 from beebox_impl.session.clock import ManualClock
 from beebox_impl.store import InMemoryQueueStore, InMemorySessionIdStore
 from beebox_spec import chat_session as spec
-from beebox_spec.lifecycle import Phase, Starting, lifecycle_run
+from beebox_spec.lifecycle import Starting, lifecycle_run
 from beebox_spec.permissions import (
     STOPPED_MESSAGE,
     AnswerAsk,
@@ -77,6 +77,7 @@ from beebox_spec.permissions import (
     PermissionTimedOut,
     PermissionWithdrawn,
 )
+from beebox_spec.phases import Phase
 from beebox_spec.sdk_messages import LiveTextDelta, adapt_sdk_message
 from tests.stateful.harness import (
     SUB_AGENT_KINDS,

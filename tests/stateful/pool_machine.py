@@ -48,7 +48,7 @@ from beebox_impl.session import ChatSessionPool, ManualClock, PoolSendResult
 from beebox_impl.store import InMemoryThreadRecordStore
 from beebox_spec import thread_pool as spec
 from beebox_spec.js_values import to_iso_timestamp
-from beebox_spec.lifecycle import has_open_run, is_busy, lifecycle_run
+from beebox_spec.lifecycle import has_open_run, lifecycle_run
 from beebox_spec.permissions import (
     AnswerAsk,
     AnswerPermission,
@@ -59,6 +59,7 @@ from beebox_spec.permissions import (
     PermissionTimedOut,
     PermissionWithdrawn,
 )
+from beebox_spec.phases import is_busy
 from beebox_spec.sdk_messages import adapt_sdk_message
 from tests.stateful.harness import (
     SUB_AGENT_KINDS,

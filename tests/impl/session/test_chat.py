@@ -17,7 +17,7 @@ from beebox_impl.session import ChatSession, Closed, StartFailed
 from beebox_impl.session.chat import TurnEndHook
 from beebox_impl.store import BoxDatabase, InMemoryQueueStore, InMemorySessionIdStore, SessionIdFile
 from beebox_impl.testing import settle
-from beebox_spec.lifecycle import Phase
+from beebox_spec.phases import Phase
 
 pytestmark = pytest.mark.anyio
 

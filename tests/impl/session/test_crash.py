@@ -27,7 +27,7 @@ from beebox_impl.engine import ScriptedEngine
 from beebox_impl.session import ChatSession
 from beebox_impl.store import BoxDatabase, SessionIdFile
 from beebox_spec.chat_session import QUEUE_SEPARATOR
-from beebox_spec.lifecycle import Phase
+from beebox_spec.phases import Phase
 
 pytestmark = [
     pytest.mark.anyio,
@@ -44,7 +44,7 @@ import anyio
 from beebox_impl.engine import ScriptedEngine
 from beebox_impl.session import ChatSession
 from beebox_impl.store import BoxDatabase, SessionIdFile
-from beebox_spec.lifecycle import Phase
+from beebox_spec.phases import Phase
 
 
 async def main(box: Path, report: str, texts: list[str]) -> None:

@@ -23,7 +23,7 @@ from beebox_impl.session import (
 from beebox_impl.store import BoxDatabase, InMemoryThreadRecordStore
 from beebox_impl.testing import settle
 from beebox_spec.entries import JsonObject
-from beebox_spec.lifecycle import Phase
+from beebox_spec.phases import Phase
 from beebox_spec.thread_pool import BUSY_TIMEOUT, REMINDER, SessionBusyError
 
 pytestmark = pytest.mark.anyio
