@@ -249,19 +249,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `bbx` with ``argv`` (None: this process's own command line)."""
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
-    # After the parse: ``--help`` and a malformed command line end in it, and need
-    # no logging (a few milliseconds of every start).
-    from beebox_impl.cli.box_warnings import warnings_said_as_bbx  # noqa: PLC0415
-
-    with warnings_said_as_bbx():
-        try:
-            return _run(parser, args)
-        except KeyboardInterrupt:
-            return fail("interrupted", EXIT_INTERRUPTED)
-        except BrokenPipeError:
-            # The reader went away (`bbx chat history | head`): nobody to tell.
-            _discard_stdout()
-            return EXIT_FAILED
+    try:
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        return fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (`bbx chat history | head`): nobody to tell.
+        _discard_stdout()
+        return EXIT_FAILED
 
 
 def _discard_stdout() -> None:
@@ -277,10 +272,21 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.print_help()
         return EXIT_USAGE
     if args.command == "phases":
+        # The spec's table alone: no box, nothing logged.
         from beebox_spec.phase_doc import render_markdown, render_text  # noqa: PLC0415
 
         sys.stdout.write(render_markdown() if args.markdown else render_text())
         return 0
+    # A box's commands: its logged warnings are said as `bbx:` lines. Imported only
+    # here: ``--help``, a malformed command line and `phases` need no logging (a few
+    # milliseconds of every start).
+    from beebox_impl.cli.box_warnings import warnings_said_as_bbx  # noqa: PLC0415
+
+    with warnings_said_as_bbx():
+        return _run_box_command(parser, args)
+
+
+def _run_box_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "chat" and args.chat_command in ("history", "media", "sessions"):
         from beebox_impl.cli.transcripts import run_transcript_command  # noqa: PLC0415
 

@@ -58,7 +58,6 @@ or carry the uuid); a mismatch drops the index.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -69,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final
 
+from beebox_impl.blake2 import blake2b
 from beebox_impl.files import FileIdentity
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.lines import (
@@ -132,7 +132,7 @@ def uuid_key(uuid: str) -> int:
     A digest, not `hash`: the key is the same in every process, so an index kept
     on disk (`beebox_impl.transcript.persist`) answers in the next one.
     """
-    digest = hashlib.blake2b(uuid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(uuid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True) or 1
 
 
@@ -587,7 +587,7 @@ def _fingerprint(file: BinaryIO, end: int) -> bytes:
     # A digest of the bytes just before `end`: unchanged if the file was only appended to.
     start = max(0, end - _FINGERPRINT_BYTES)
     file.seek(start)
-    return hashlib.blake2b(file.read(end - start), digest_size=16).digest()
+    return blake2b(file.read(end - start), digest_size=16).digest()
 
 
 def build_index(

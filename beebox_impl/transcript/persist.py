@@ -36,7 +36,6 @@ fsynced: a shelf lost in a crash is rebuilt.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -46,6 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from beebox_impl.blake2 import blake2b
 from beebox_impl.files import FileIdentity
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
@@ -95,7 +95,7 @@ class IndexShelf:
         return cls(state_directory / "cache" / "transcript-index")
 
     def _file_for(self, path_text: str) -> Path:
-        digest = hashlib.blake2b(path_text.encode("utf-8", "surrogateescape"), digest_size=16)
+        digest = blake2b(path_text.encode("utf-8", "surrogateescape"), digest_size=16)
         return self.directory / f"{digest.hexdigest()}.idx"
 
     def load(self, path: Path) -> TranscriptIndex | None:
@@ -215,9 +215,9 @@ def _encode(index: TranscriptIndex) -> Iterator[bytes]:
     yield digest.digest()
 
 
-def _new_digest() -> hashlib.blake2b:
+def _new_digest() -> blake2b:
     # What guards a shelved file's bytes, written last in it.
-    return hashlib.blake2b(digest_size=_DIGEST_BYTES)
+    return blake2b(digest_size=_DIGEST_BYTES)
 
 
 def _decode(stored: bytes) -> TranscriptIndex:

@@ -49,6 +49,8 @@ NEVER_LOADED = (
     "claude_agent_sdk",
     "beebox_impl.engine.claude_permissions",
     "beebox_spec.permissions",
+    # OpenSSL, loaded by hashlib: the index's BLAKE2b is `beebox_impl.blake2`.
+    "hashlib",
 )
 # Of the engines' package, a light command may load only the words the settings
 # file is checked against (the permission modes), never an engine; nor an event loop.
@@ -171,8 +173,13 @@ def test_a_command_that_writes_no_file_loads_no_shutil(
     assert loaded_under(ran["modules"], ("shutil",)) == []
 
 
-def test_help_loads_no_logging(box: Path, tmp_path: Path) -> None:
-    # The handler that says the box's warnings is installed once a command runs
-    # (`beebox_impl.cli.box_warnings`); ``--help`` ends in the parse, before.
-    ran = run_bbx(light_commands(box, tmp_path)["help"], tmp_path)
-    assert loaded_under(ran["modules"], ("logging",)) == []
+@pytest.mark.parametrize("command", ["help", "phases"])
+def test_help_and_phases_load_no_logging_nor_dataclasses(
+    box: Path, tmp_path: Path, command: str
+) -> None:
+    # The handler that says the box's warnings is installed for a box's commands
+    # (`beebox_impl.cli.box_warnings`); ``--help`` ends in the parse, and `phases`
+    # prints the spec's table alone (`beebox_spec.phases`: the lifecycle values,
+    # dataclasses with `inspect` under them, are not its).
+    ran = run_bbx(light_commands(box, tmp_path)[command], tmp_path)
+    assert loaded_under(ran["modules"], ("logging", "dataclasses", "inspect")) == []
