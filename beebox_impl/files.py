@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 __all__ = ["FileIdentity"]
 
 
-@dataclass(frozen=True, slots=True)
-class FileIdentity:
-    """Which file, as it was: device, inode, size and modification time (ns)."""
+class FileIdentity(NamedTuple):
+    """Which file, as it was: device, inode, size and modification time (ns).
+
+    A named tuple, as every record of a transcript read is: `bbx chat history`
+    imports no dataclasses (`beebox_impl.transcript`).
+    """
 
     device: int
     inode: int

@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias
 
 from beebox_impl.atomic import write_atomic
 from beebox_impl.engine.permission_modes import (
@@ -103,8 +102,7 @@ class InvalidBoxSettings(BeeboxError, ValueError):
     """The settings file is not what beebox reads (the message says where and why)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionSettings:
+class PermissionSettings(NamedTuple):
     """``permissions:``: the mode, the rules, and how long a request may wait."""
 
     mode: PermissionMode = "default"
@@ -113,19 +111,17 @@ class PermissionSettings:
     timeout: timedelta = DEFAULT_TIMEOUT
 
 
-@dataclass(frozen=True, slots=True)
-class HistorySettings:
+class HistorySettings(NamedTuple):
     """``history:``: how photos come back (`beebox_spec.transcript`'s photo mode)."""
 
     photos: PhotoMode = DEFAULT_PHOTO_MODE
 
 
-@dataclass(frozen=True, slots=True)
-class BoxSettings:
+class BoxSettings(NamedTuple):
     """Everything the settings file says (the defaults where it is silent)."""
 
-    permissions: PermissionSettings = field(default_factory=PermissionSettings)
-    history: HistorySettings = field(default_factory=HistorySettings)
+    permissions: PermissionSettings = PermissionSettings()
+    history: HistorySettings = HistorySettings()
 
 
 def settings_path(box_root: Path) -> Path:
@@ -347,8 +343,7 @@ def _rules(where: _Where, section: Mapping[str, Any], key: str) -> tuple[str, ..
     return tuple(rule.strip() for rule in rules)
 
 
-@dataclass(frozen=True)
-class _Where:
+class _Where(NamedTuple):
     """Says where in the file a value is wrong."""
 
     path: Path

@@ -277,13 +277,29 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_markdown() if args.markdown else render_text())
         return 0
-    # A box's commands: its logged warnings are said as `bbx:` lines. Imported only
-    # here: ``--help``, a malformed command line and `phases` need no logging (a few
-    # milliseconds of every start).
+    if _reads_a_named_transcript(args):
+        # What such a read could not do (shelve its index) it says itself
+        # (`IndexShelf`'s ``warn``), and it logs nothing else a person must see.
+        from beebox_impl.cli.transcripts import run_transcript_command  # noqa: PLC0415
+
+        return run_transcript_command(args)
+    # A box's other commands: its logged warnings are said as `bbx:` lines. Imported
+    # only here: ``--help``, a malformed command line, `phases` and a read need no
+    # logging (a few milliseconds of every start).
     from beebox_impl.cli.box_warnings import warnings_said_as_bbx  # noqa: PLC0415
 
     with warnings_said_as_bbx():
         return _run_box_command(parser, args)
+
+
+def _reads_a_named_transcript(args: argparse.Namespace) -> bool:
+    # `chat media REF`, and `chat history SESSION`; a history of the current chat
+    # reads the box's session file first, which logs what it cannot read.
+    if args.command != "chat":
+        return False
+    return args.chat_command == "media" or (
+        args.chat_command == "history" and args.session is not None
+    )
 
 
 def _run_box_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

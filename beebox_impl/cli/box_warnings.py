@@ -1,8 +1,8 @@
 """The box's own logged warnings, said on stderr as `bbx` says its errors.
 
-A module of its own so that the command line imports `logging` only for a box's
-commands: ``bbx --help``, a malformed command line and ``bbx phases`` end without
-it (`beebox_impl.cli.main`).
+A module of its own so that the command line imports `logging` only where a
+command may log through it: ``bbx --help``, a malformed command line, ``bbx phases`` and a
+read (``chat history``, ``chat media``) end without it (`beebox_impl.cli.main`).
 """
 
 from __future__ import annotations

@@ -57,8 +57,18 @@ def _index_cache(box_root: Path) -> TranscriptIndexCache:
     photos = load_box_settings(box_root).history.photos
     # In a box, indexes are shelved in its state folder: the next command starts warm.
     state_directory = state_dir(box_root)
-    shelf = IndexShelf.in_box_state(state_directory) if state_directory.is_dir() else None
+    shelf = (
+        IndexShelf.in_box_state(state_directory, warn=_say_warning)
+        if state_directory.is_dir()
+        else None
+    )
     return TranscriptIndexCache(capacity=1, shelf=shelf, photos=photos)
+
+
+def _say_warning(message: str) -> None:
+    # As the box's other warnings are said (`beebox_impl.cli.box_warnings`), without
+    # loading `logging` for a read (`beebox_impl.logs`).
+    fail(message)
 
 
 def _transcript_of(box_root: Path) -> Callable[[str], Path]:

@@ -22,12 +22,11 @@ with no readable log reads as empty).
 
 from __future__ import annotations
 
-import logging
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple, Self
 
+from beebox_impl.logs import debug
 from beebox_impl.transcript.index import TranscriptIndex, TranscriptIndexCache, interpret_line
 from beebox_impl.transcript.lines import (
     LineRecord,
@@ -47,28 +46,39 @@ from beebox_spec.transcript import (
 
 __all__ = ["PageSlice", "TailSlice", "read_history"]
 
-_log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True, slots=True)
-class TailSlice:
-    """The last `tail` entries (1 to `MAX_SESSION_ENTRIES`; all when there are fewer)."""
-
+class _Tail(NamedTuple):
     tail: int
 
-    def __post_init__(self) -> None:
-        check_history_tail(self.tail)
+
+class TailSlice(_Tail):
+    """The last `tail` entries (1 to `MAX_SESSION_ENTRIES`; all when there are fewer).
+
+    A named tuple that checks its bounds as it is made (`InvalidHistorySlice`); no
+    dataclass on the read path (`beebox_impl.transcript`).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, tail: int) -> Self:
+        check_history_tail(tail)
+        return super().__new__(cls, tail)
 
 
-@dataclass(frozen=True, slots=True)
-class PageSlice:
-    """Entries `offset` to `offset + limit` (offset ≥ 0, limit 1 to `MAX_SESSION_ENTRIES`)."""
-
+class _Page(NamedTuple):
     offset: int
     limit: int
 
-    def __post_init__(self) -> None:
-        check_history_page(self.offset, self.limit)
+
+class PageSlice(_Page):
+    """Entries `offset` to `offset + limit` (offset ≥ 0, limit 1 to `MAX_SESSION_ENTRIES`),
+    checked as it is made, as `TailSlice` is."""
+
+    __slots__ = ()
+
+    def __new__(cls, offset: int, limit: int) -> Self:
+        check_history_page(offset, limit)
+        return super().__new__(cls, offset, limit)
 
 
 def read_history(
@@ -87,12 +97,12 @@ def read_history(
             try:
                 return _read_slice(path, file, session_id, slice, cache, rebuild=False)
             except TranscriptChanged as error:
-                _log.debug("stale index for %s (%s): reading it whole", path, error)
+                debug(__name__, "stale index for %s (%s): reading it whole", path, error)
                 cache.discard(path)
             # A rebuilt index reads every entry the slice wants in its own pass.
             return _read_slice(path, file, session_id, slice, cache, rebuild=True)
     except OSError as error:
-        _log.debug("transcript %s unreadable (%s): empty history", path, error)
+        debug(__name__, "transcript %s unreadable (%s): empty history", path, error)
         return _empty(session_id)
 
 

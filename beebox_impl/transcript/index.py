@@ -58,18 +58,17 @@ or carry the uuid); a mismatch drops the index.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple
 
 from beebox_impl.blake2 import blake2b
 from beebox_impl.files import FileIdentity
+from beebox_impl.logs import debug
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.lines import (
     DEFAULT_BLOCK_BYTES,
@@ -105,7 +104,6 @@ __all__ = [
     "uuid_needle",
 ]
 
-_log = logging.getLogger(__name__)
 
 # How much an index may have read past its shelved copy before it is shelved again.
 DEFAULT_SHELVE_EVERY_BYTES: Final = 1024 * 1024
@@ -163,8 +161,7 @@ def interpret_line(
     return entry_from_record(parsed, media_session_id), parsed
 
 
-@dataclass(frozen=True, slots=True)
-class StrippedLine:
+class StrippedLine(NamedTuple):
     """A long line the pass stripped into an entry: where its payloads were.
 
     A later read of its entry reads only the bytes between them
@@ -345,8 +342,7 @@ class ToolResultLinks:
         return links
 
 
-@dataclass(frozen=True, slots=True)
-class OpaqueLine:
+class OpaqueLine(NamedTuple):
     """A line whose own uuid the pass did not read, or that is too large to serve.
 
     `uuid_values` are the ids its ``"uuid":"`` needles name; None means too many
@@ -358,7 +354,6 @@ class OpaqueLine:
     uuid_values: frozenset[str] | None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class TranscriptIndex:
     """One transcript's lines, as they were at `identity` (a snapshot, never changed).
 
@@ -367,34 +362,87 @@ class TranscriptIndex:
     again. Every `committed_*` count says how much of the matching part belongs to
     the complete lines. `scanned_from` is the byte where the pass that made this
     snapshot started (0 for a build, the old end of complete lines for an extension).
+
+    Every attribute is `Final`: the type checker refuses a change, as a frozen
+    dataclass would at run time (no dataclass here: `beebox_impl.transcript`). Two
+    indexes are equal only if they are one object.
     """
 
-    identity: FileIdentity
-    path: str
-    line_offsets: ChunkedIntArray
-    line_lengths: ChunkedIntArray
-    entry_lines: ChunkedIntArray
-    line_uuid_keys: ChunkedIntArray
-    stripped_lines: StrippedLines
-    opaque_lines: tuple[OpaqueLine, ...]
-    unparsable_lines: int
-    committed_lines: int
-    committed_end: int
-    committed_entries: int
-    committed_opaque: int
-    committed_unparsable: int
-    fingerprint: bytes
-    scanned_from: int
-    # The photo mode its lines were classified in (`beebox_spec.transcript`, rule 2).
-    photos: PhotoMode = "original"
-    # The answered calls of the complete lines, and the calls still open there.
-    result_links: ToolResultLinks = field(default_factory=ToolResultLinks)
-    open_calls: dict[str, int] = field(default_factory=dict)
-    # The links a last line without its newline made (read again by an extension).
-    tail_result_links: tuple[tuple[int, int, int], ...] = ()
-    # Own uuids of opaque lines read on demand (a cache beside the snapshot:
-    # a line's own uuid does not change while the identity holds).
-    opaque_own_uuids: dict[int, str | None] = field(default_factory=dict)
+    __slots__ = (
+        "committed_end",
+        "committed_entries",
+        "committed_lines",
+        "committed_opaque",
+        "committed_unparsable",
+        "entry_lines",
+        "fingerprint",
+        "identity",
+        "line_lengths",
+        "line_offsets",
+        "line_uuid_keys",
+        "opaque_lines",
+        "opaque_own_uuids",
+        "open_calls",
+        "path",
+        "photos",
+        "result_links",
+        "scanned_from",
+        "stripped_lines",
+        "tail_result_links",
+        "unparsable_lines",
+    )
+
+    def __init__(  # noqa: PLR0913 - the snapshot's parts, each named at the call
+        self,
+        *,
+        identity: FileIdentity,
+        path: str,
+        line_offsets: ChunkedIntArray,
+        line_lengths: ChunkedIntArray,
+        entry_lines: ChunkedIntArray,
+        line_uuid_keys: ChunkedIntArray,
+        stripped_lines: StrippedLines,
+        opaque_lines: tuple[OpaqueLine, ...],
+        unparsable_lines: int,
+        committed_lines: int,
+        committed_end: int,
+        committed_entries: int,
+        committed_opaque: int,
+        committed_unparsable: int,
+        fingerprint: bytes,
+        scanned_from: int,
+        photos: PhotoMode = "original",
+        result_links: ToolResultLinks | None = None,
+        open_calls: dict[str, int] | None = None,
+        tail_result_links: tuple[tuple[int, int, int], ...] = (),
+        opaque_own_uuids: dict[int, str | None] | None = None,
+    ) -> None:
+        self.identity: Final = identity
+        self.path: Final = path
+        self.line_offsets: Final = line_offsets
+        self.line_lengths: Final = line_lengths
+        self.entry_lines: Final = entry_lines
+        self.line_uuid_keys: Final = line_uuid_keys
+        self.stripped_lines: Final = stripped_lines
+        self.opaque_lines: Final = opaque_lines
+        self.unparsable_lines: Final = unparsable_lines
+        self.committed_lines: Final = committed_lines
+        self.committed_end: Final = committed_end
+        self.committed_entries: Final = committed_entries
+        self.committed_opaque: Final = committed_opaque
+        self.committed_unparsable: Final = committed_unparsable
+        self.fingerprint: Final = fingerprint
+        self.scanned_from: Final = scanned_from
+        # The photo mode its lines were classified in (`beebox_spec.transcript`, rule 2).
+        self.photos: Final = photos
+        # The answered calls of the complete lines, and the calls still open there.
+        self.result_links: Final = ToolResultLinks() if result_links is None else result_links
+        self.open_calls: Final = {} if open_calls is None else open_calls
+        # The links a last line without its newline made (read again by an extension).
+        self.tail_result_links: Final = tail_result_links
+        # Own uuids of opaque lines read on demand (a cache beside the snapshot:
+        # a line's own uuid does not change while the identity holds).
+        self.opaque_own_uuids: Final = {} if opaque_own_uuids is None else opaque_own_uuids
 
     @property
     def line_count(self) -> int:
@@ -624,7 +672,8 @@ def build_index(
     index = builder.build(
         os.fspath(path), identity, _fingerprint(file, builder.committed_end), start, photos
     )
-    _log.debug(
+    debug(
+        __name__,
         "indexed %s: %d lines (%d read from byte %d), %d entries, %d unparsable lines skipped",
         path,
         index.line_count,
@@ -636,12 +685,14 @@ def build_index(
     return index
 
 
-@dataclass(eq=False)
 class _Builder:
     """The build lock of one path, and its users (`TranscriptIndexCache._building`)."""
 
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    users: int = 0
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
 
 
 class TranscriptIndexCache:

@@ -38,9 +38,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final, Literal
+from typing import BinaryIO, Final, Literal, NamedTuple
 
 from beebox_impl.transcript.strip import (
     PAYLOAD_KEYS,
@@ -115,8 +114,7 @@ class TranscriptChanged(BeeboxError):
     """The file no longer holds what an index recorded (a short read at an offset)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LineRecord:
+class LineRecord(NamedTuple):
     """One line of a transcript as the guard classifies it.
 
     `offset`/`length` are its bytes in the file (terminator excluded), `end` where

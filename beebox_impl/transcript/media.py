@@ -33,12 +33,11 @@ scan, as a line that is no longer the id's does.
 from __future__ import annotations
 
 import codecs
-import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeAlias
+from typing import BinaryIO, Literal, NamedTuple, TypeAlias
 
+from beebox_impl.logs import debug
 from beebox_impl.transcript.index import (
     TranscriptIndex,
     TranscriptIndexCache,
@@ -76,23 +75,20 @@ __all__ = [
     "find_media_line",
 ]
 
-_log = logging.getLogger(__name__)
 
 MediaMissingReason: TypeAlias = Literal[
     "not-found", "too-large", "unparsable", "no-such-image", "no-payload"
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class MediaFound:
+class MediaFound(NamedTuple):
     """The photo: its servable media type and its decoded bytes."""
 
     media_type: str
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class MediaMissing:
+class MediaMissing(NamedTuple):
     """Why there is no photo: the lookup's reason, or the extraction's."""
 
     reason: MediaMissingReason
@@ -103,8 +99,7 @@ class MediaMissing:
         return 413 if self.reason == "too-large" else 404
 
 
-@dataclass(frozen=True, slots=True)
-class _LineAt:
+class _LineAt(NamedTuple):
     # A line found for an id; `verified` when it was read (and parsed) just now;
     # `payload_spans` where its payloads are, when the index's pass stripped it.
     line_number: int
@@ -159,7 +154,9 @@ def fetch_media(
             if served is not None:
                 return served
             # The index pointed at a line that is no longer the id's: scan instead.
-            _log.debug("stale index for %s: line %d is not %s", path, located.line_number, uuid)
+            debug(
+                __name__, "stale index for %s: line %d is not %s", path, located.line_number, uuid
+            )
             cache.discard(path)
             located = _scan_for_line(file, uuid, cache.block_size)
             if not isinstance(located, _LineAt):
@@ -186,8 +183,7 @@ def extract_media_from_line(line: bytes, index: int) -> MediaFound | MediaMissin
 # -- finding the line -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _LineSpan:
+class _LineSpan(NamedTuple):
     line_number: int
     offset: int
     length: int
@@ -208,7 +204,7 @@ def _locate(
                     return located
             except TranscriptChanged:
                 pass
-            _log.debug("stale index for %s: scanning for %s", path, uuid)
+            debug(__name__, "stale index for %s: scanning for %s", path, uuid)
             cache.discard(path, index)
     return _scan_for_line(file, uuid, cache.block_size)
 

@@ -38,15 +38,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
 from beebox_impl.blake2 import blake2b
 from beebox_impl.files import FileIdentity
+from beebox_impl.logs import debug, logger
 from beebox_impl.transcript.chunked import ChunkedIntArray
 from beebox_impl.transcript.index import (
     OpaqueLine,
@@ -59,7 +59,6 @@ from beebox_spec.transcript import PHOTO_MODES
 
 __all__ = ["RULES_VERSION", "IndexShelf"]
 
-_log = logging.getLogger(__name__)
 
 _MAGIC: Final = b"BBXIDX\x03"
 # Bump when what a line contributes to an index changes (entry rules, uuid keys).
@@ -84,15 +83,24 @@ class _Malformed(BeeboxError):
 
 
 class IndexShelf:
-    """A folder of shelved transcript indexes, one file per transcript path."""
+    """A folder of shelved transcript indexes, one file per transcript path.
 
-    def __init__(self, directory: Path) -> None:
+    What the shelf could not do (remove or write an index: the next process reads
+    the transcript again, nothing more) is said to `warn`, by default as a warning
+    on this module's logger. `bbx chat history` says it as a `bbx:` line of its own,
+    without loading `logging` for it (`beebox_impl.logs`).
+    """
+
+    def __init__(self, directory: Path, *, warn: Callable[[str], None] | None = None) -> None:
         self.directory = directory
+        self._warn = _log_warning if warn is None else warn
 
     @classmethod
-    def in_box_state(cls, state_directory: Path) -> IndexShelf:
+    def in_box_state(
+        cls, state_directory: Path, *, warn: Callable[[str], None] | None = None
+    ) -> IndexShelf:
         """The shelf of a box, in its state folder (`.beebox`)."""
-        return cls(state_directory / "cache" / "transcript-index")
+        return cls(state_directory / "cache" / "transcript-index", warn=warn)
 
     def _file_for(self, path_text: str) -> Path:
         digest = blake2b(path_text.encode("utf-8", "surrogateescape"), digest_size=16)
@@ -110,12 +118,12 @@ class IndexShelf:
         except FileNotFoundError:
             return None
         except OSError as error:
-            _log.debug("shelved index %s unreadable (%s): ignored", shelved, error)
+            debug(__name__, "shelved index %s unreadable (%s): ignored", shelved, error)
             return None
         try:
             index = _decode(data)
         except _Malformed as error:
-            _log.debug("shelved index %s ignored: %s", shelved, error)
+            debug(__name__, "shelved index %s ignored: %s", shelved, error)
             return None
         # A digest collision, or a file copied from elsewhere.
         if index.path != path_text:
@@ -127,7 +135,7 @@ class IndexShelf:
         try:
             self._file_for(os.fspath(path)).unlink(missing_ok=True)
         except OSError as error:
-            _log.warning("could not remove the shelved index of %s: %s", path, error)
+            self._warn(f"could not remove the shelved index of {path}: {error}")
 
     def remove_leftovers(self) -> int:
         """Remove the temporary files of saves that never finished (a killed process).
@@ -145,7 +153,7 @@ class IndexShelf:
                 leftover.unlink()
                 removed += 1
             except OSError as error:
-                _log.debug("could not remove %s: %s", leftover, error)
+                debug(__name__, "could not remove %s: %s", leftover, error)
         return removed
 
     def save(self, index: TranscriptIndex) -> None:
@@ -167,7 +175,11 @@ class IndexShelf:
                 raise
         except OSError as error:
             # A cache that cannot be written costs the next process a pass, nothing more.
-            _log.warning("could not shelve the index of %s: %s", index.path, error)
+            self._warn(f"could not shelve the index of {index.path}: {error}")
+
+
+def _log_warning(message: str) -> None:
+    logger(__name__).warning("%s", message)
 
 
 def _arrays(index: TranscriptIndex) -> list[ChunkedIntArray]:

@@ -43,8 +43,7 @@ inside the run), so no match was skipped.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from beebox_impl.transcript.payloads import BASE64_ALPHABET, is_alphabet_run
 from beebox_spec.media import MIN_PAYLOAD_CHARS, STRIPPED_MEDIA_MARKER
@@ -105,8 +104,7 @@ def find_quoted(window: bytes, needles: tuple[bytes, ...], start: int) -> tuple[
         position = stop
 
 
-@dataclass(frozen=True, slots=True)
-class ScannedLine:
+class ScannedLine(NamedTuple):
     """What a scan found: the payload spans, and the line with them replaced.
 
     `payloads` are `(start, stop)` byte offsets from the start of what was fed, in
@@ -119,13 +117,15 @@ class ScannedLine:
     output_length: int
 
 
-@dataclass(slots=True)
 class _OpenRun:
     # A payload candidate already 1,024 alphabet bytes long, its closing quote not yet seen.
-    key: bytes
-    run_start: int
-    run_length: int
-    held: bytearray | None  # its bytes, while the output could still use them
+    __slots__ = ("held", "key", "run_length", "run_start")
+
+    def __init__(self, key: bytes, run_start: int, run_length: int, held: bytearray | None) -> None:
+        self.key = key
+        self.run_start = run_start
+        self.run_length = run_length
+        self.held = held  # its bytes, while the output could still use them
 
 
 class PayloadScanner:

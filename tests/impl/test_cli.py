@@ -19,7 +19,7 @@ from beebox_impl.box import init_box
 from beebox_impl.cli import build_parser, help_formatter
 from beebox_impl.cli import main as bbx
 from beebox_impl.cli import transcripts as cli_transcripts
-from beebox_impl.transcript.location import PROJECTS_DIR_ENV, transcript_path
+from beebox_impl.transcript.location import PROJECTS_DIR_ENV, box_projects_root, transcript_path
 
 SESSION = "7f0c3e52-2a51-4d4b-9b0e-0d8f6f1c2a10"
 PHOTO = os.urandom(300_000)  # big enough that its line is over 256 KiB and gets stripped
@@ -196,6 +196,24 @@ def test_the_boxs_logged_warnings_are_said_as_bbx(
     assert captured.err == f"bbx: chat review state {state} is invalid-json: starting fresh\n"
     # Only while the command runs: the host's logging is as it was.
     assert logging.getLogger("beebox_impl").handlers == []
+
+
+def test_a_read_whose_index_cannot_be_shelved_says_so_as_bbx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A read says it itself, not through logging (which it does not load: issue 38).
+    monkeypatch.delenv(PROJECTS_DIR_ENV, raising=False)
+    root = init_box(tmp_path / "box").root
+    transcript = transcript_path(root, SESSION, box_projects_root(root))
+    write_chat(transcript)
+    blocked = root / ".beebox" / "cache" / "transcript-index"
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("a file where the shelf's folder should be")
+    assert bbx(["chat", "history", SESSION, "--json", "--box", str(root)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["total"] == 2
+    assert captured.err.startswith(f"bbx: could not shelve the index of {transcript}: ")
+    assert captured.err.count("\n") == 1
 
 
 def test_an_interrupted_command_says_so_without_a_traceback(

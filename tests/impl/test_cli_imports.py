@@ -51,6 +51,13 @@ NEVER_LOADED = (
     "beebox_spec.permissions",
     # OpenSSL, loaded by hashlib: the index's BLAKE2b is `beebox_impl.blake2`.
     "hashlib",
+    # The read's records are named tuples (`beebox_impl.transcript`): dataclasses,
+    # with inspect under it, were ~13 ms of a read.
+    "dataclasses",
+    "inspect",
+    # Said only by a box's other commands (`beebox_impl.cli.box_warnings`): a read's
+    # shelf says its own warning (`IndexShelf`), and its debug lines load it when said.
+    "logging",
 )
 # Of the engines' package, a light command may load only the words the settings
 # file is checked against (the permission modes), never an engine; nor an event loop.
@@ -171,15 +178,3 @@ def test_a_command_that_writes_no_file_loads_no_shutil(
         run_bbx(arguments, tmp_path)
     ran = run_bbx(arguments, tmp_path)
     assert loaded_under(ran["modules"], ("shutil",)) == []
-
-
-@pytest.mark.parametrize("command", ["help", "phases"])
-def test_help_and_phases_load_no_logging_nor_dataclasses(
-    box: Path, tmp_path: Path, command: str
-) -> None:
-    # The handler that says the box's warnings is installed for a box's commands
-    # (`beebox_impl.cli.box_warnings`); ``--help`` ends in the parse, and `phases`
-    # prints the spec's table alone (`beebox_spec.phases`: the lifecycle values,
-    # dataclasses with `inspect` under them, are not its).
-    ran = run_bbx(light_commands(box, tmp_path)[command], tmp_path)
-    assert loaded_under(ran["modules"], ("logging", "dataclasses", "inspect")) == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import logging
@@ -316,7 +315,8 @@ def test_shelving_a_long_chat_makes_no_object_a_line(tmp_path: Path) -> None:
     records = StrippedLines()
     for line in range(30_000):
         records.add(line, StrippedLine(((line * 1000 + 10, line * 1000 + 900),), line * 1000))
-    long_chat = dataclasses.replace(small, stripped_lines=records)
+    parts = {name: getattr(small, name) for name in TranscriptIndex.__slots__}
+    long_chat = TranscriptIndex(**{**parts, "stripped_lines": records})
     shelf = IndexShelf(tmp_path / "shelf")
     shelf.save(long_chat)
     blocks_before = sys.getallocatedblocks()
