@@ -59,7 +59,9 @@ or carry the uuid); a mismatch drops the index.
 from __future__ import annotations
 
 import os
-import threading
+
+# `threading.Lock` itself, without the rest of `threading` (~0.6 ms of a read).
+from _thread import allocate_lock
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -691,7 +693,7 @@ class _Builder:
     __slots__ = ("lock", "users")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = allocate_lock()
         self.users = 0
 
 
@@ -732,7 +734,7 @@ class TranscriptIndexCache:
         self.shelve_every_bytes = shelve_every_bytes
         # Per path, where the shelved copy's complete lines end (guarded by the lock).
         self._shelved_ends: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._indexes: OrderedDict[str, TranscriptIndex] = OrderedDict()
         # Per path being indexed: its build lock and how many threads hold or want
         # it (guarded by the lock; an entry goes with its last user).

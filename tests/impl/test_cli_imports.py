@@ -58,6 +58,8 @@ NEVER_LOADED = (
     # Said only by a box's other commands (`beebox_impl.cli.box_warnings`): a read's
     # shelf says its own warning (`IndexShelf`), and its debug lines load it when said.
     "logging",
+    # The index cache's locks are `_thread`'s (`threading.Lock` is one).
+    "threading",
 )
 # Of the engines' package, a light command may load only the words the settings
 # file is checked against (the permission modes), never an engine; nor an event loop.
