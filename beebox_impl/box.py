@@ -645,7 +645,8 @@ class Box:
         )
 
     async def media(self, ref: str) -> MediaFound | MediaMissing:
-        """The photo a reference names; raises `MalformedMediaRef` for a bad one."""
+        """The photo a reference names, in its session's transcript or a sub-agent's (whose
+        history names the session); raises `MalformedMediaRef` for a bad one."""
         self._check_open()
         return await self._history_service.media(parse_media_ref(ref))
 

@@ -181,14 +181,14 @@ def _block_text(block: SessionContentBlock) -> str:
 
 def _chat_media(args: argparse.Namespace) -> int:
     # Imported here: the photo fetch is this command's alone.
-    from beebox_impl.transcript.media import MediaFound, fetch_media  # noqa: PLC0415
+    from beebox_impl.transcript.media import MediaFound, fetch_session_media  # noqa: PLC0415
 
     try:
         ref = parse_media_ref(args.ref)
         path = _transcript_of(args.box)(ref["sessionId"])
     except (MalformedMediaRef, InvalidSessionId) as error:
         return fail(f"malformed media reference: {error}", EXIT_USAGE)
-    result = fetch_media(path, ref, cache=_index_cache(args.box))
+    result = fetch_session_media(path, ref, cache=_index_cache(args.box))
     if not isinstance(result, MediaFound):
         return fail(f"no photo at {args.ref}: {result.reason}")
     if args.output == "-":

@@ -49,7 +49,7 @@ from beebox_impl.transcript import (
     PageSlice,
     TailSlice,
     TranscriptIndexCache,
-    fetch_media,
+    fetch_session_media,
     read_history,
 )
 from beebox_impl.transcript.lines import open_transcript
@@ -197,7 +197,8 @@ class ChatHistoryService:
         """`media`, blocking: for a caller already in a worker thread."""
         path = self.transcript_path(ref["sessionId"])
         with self._reading:
-            return fetch_media(path, ref, cache=self.cache)
+            # Its sub-agents' photos too: their history is read under its id.
+            return fetch_session_media(path, ref, cache=self.cache)
 
     async def media(self, ref: MediaRef) -> MediaFound | MediaMissing:
         """The photo ``ref`` names, or why there is none."""

@@ -13,7 +13,8 @@ tests in `tests/impl/transcript/`; only the I/O and the speed differ:
 - `persist`: indexes kept on disk between processes (`IndexShelf`);
 - `history`: tail and page slices and the total (`read_history`);
 - `media`: the line by its own uuid (`find_media_line`) and one photo
-  (`fetch_media`);
+  (`fetch_media`; among a session's transcripts, its sub-agents' too,
+  `fetch_session_media`);
 - `location`: where a box's transcripts live.
 
 Everything here is synchronous, blocking file work; async callers run it in a
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         MediaMissingReason,
         extract_media_from_line,
         fetch_media,
+        fetch_session_media,
         find_media_line,
     )
     from beebox_impl.transcript.persist import IndexShelf
@@ -59,6 +61,7 @@ __all__ = [
     "TranscriptIndexCache",
     "extract_media_from_line",
     "fetch_media",
+    "fetch_session_media",
     "find_media_line",
     "read_history",
     "read_line_records",
@@ -80,6 +83,7 @@ _HOMES: dict[str, str] = {
     "MediaMissingReason": "beebox_impl.transcript.media",
     "extract_media_from_line": "beebox_impl.transcript.media",
     "fetch_media": "beebox_impl.transcript.media",
+    "fetch_session_media": "beebox_impl.transcript.media",
     "find_media_line": "beebox_impl.transcript.media",
     "IndexShelf": "beebox_impl.transcript.persist",
     "strip_inline_media_bytes": "beebox_impl.transcript.strip",

@@ -36,7 +36,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from beebox_impl.layout import state_dir
@@ -58,6 +58,7 @@ __all__ = [
     "locate_transcript_named",
     "project_dir",
     "projects_root",
+    "sub_agent_transcripts",
     "transcript_in",
     "transcript_path",
     "transcript_roots",
@@ -200,23 +201,49 @@ def locate_sub_agent_transcript(session_transcript: Path, agent_id: str) -> Path
     if SAFE_ID_RE.fullmatch(agent_id) is None:
         raise InvalidAgentId(f"not an agent id: {agent_id!r}")
     name = f"agent-{agent_id}.jsonl"
+    top = _sub_agents_folder(session_transcript)
+    if top is None:
+        return None
+    direct = top / name
+    if _is_regular_file(direct):
+        return direct
+    return next((path for path in _sub_agent_files(top) if path.name == name), None)
+
+
+def sub_agent_transcripts(session_transcript: Path) -> list[Path]:
+    """Every sub-agent transcript of the session whose transcript is
+    ``session_transcript``, where `locate_sub_agent_transcript` looks, in the order it
+    looks (the direct ones first). Blocking: it looks at the files."""
+    top = _sub_agents_folder(session_transcript)
+    return [] if top is None else list(_sub_agent_files(top))
+
+
+def _sub_agents_folder(session_transcript: Path) -> Path | None:
     session_folder = session_transcript.with_suffix("")
     top = session_folder / "subagents"
     # A link on the way would lead out of the projects folder.
     if not _is_real_folder(session_folder) or not _is_real_folder(top):
         return None
-    direct = top / name
-    if _is_regular_file(direct):
-        return direct
+    return top
+
+
+def _sub_agent_files(top: Path) -> Iterator[Path]:
+    # Name order, so the same tree always answers the same file; no deeper than
+    # MAX_SUB_AGENT_DEPTH, never through a link.
     for folder, folders, files in os.walk(top, followlinks=False):
         depth = len(Path(folder).relative_to(top).parts)
-        # Name order, so the same tree always answers the same file.
         folders.sort()
         if depth >= MAX_SUB_AGENT_DEPTH:
             folders.clear()
-        if depth > 0 and name in files and _is_regular_file(Path(folder) / name):
-            return Path(folder) / name
-    return None
+        for name in sorted(files):
+            if _names_a_sub_agent(name) and _is_regular_file(Path(folder) / name):
+                yield Path(folder) / name
+
+
+def _names_a_sub_agent(file_name: str) -> bool:
+    # ``agent-<agentId>.jsonl``, its id one of the id grammar's.
+    agent_id = file_name.removeprefix("agent-").removesuffix(".jsonl")
+    return file_name == f"agent-{agent_id}.jsonl" and SAFE_ID_RE.fullmatch(agent_id) is not None
 
 
 def _is_real_folder(path: Path) -> bool:

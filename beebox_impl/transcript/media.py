@@ -53,6 +53,7 @@ from beebox_impl.transcript.lines import (
     read_line_without_payloads,
     scan_line_records,
 )
+from beebox_impl.transcript.location import sub_agent_transcripts
 from beebox_impl.transcript.payloads import decode_payload, is_alphabet_run
 from beebox_impl.transcript.strip import PayloadScanner
 from beebox_spec.entries import JsonValue
@@ -72,6 +73,7 @@ __all__ = [
     "MediaMissingReason",
     "extract_media_from_line",
     "fetch_media",
+    "fetch_session_media",
     "find_media_line",
 ]
 
@@ -167,6 +169,32 @@ def fetch_media(
     except (OSError, TranscriptChanged):
         # The file vanished or shrank mid-read: as for a missing file.
         return MediaMissing("not-found")
+
+
+def fetch_session_media(
+    session_transcript: Path, ref: MediaRef, *, cache: TranscriptIndexCache
+) -> MediaFound | MediaMissing:
+    """The photo `ref` names among its session's transcripts, or why there is none.
+
+    The session's own transcript first, then each of its sub-agents' (where
+    `locate_sub_agent_transcript` looks): a sub-agent's history is read under its
+    session's id (``?agent=``), so the references it mints name the session, and
+    the line they name is in the sub-agent's transcript. An entry's uuid names one
+    line whichever file holds it; only a line not found in one file sends the
+    search on to the next.
+    """
+    found = fetch_media(session_transcript, ref, cache=cache)
+    if not _no_such_line(found):
+        return found
+    for sub_agent in sub_agent_transcripts(session_transcript):
+        in_sub_agent = fetch_media(sub_agent, ref, cache=cache)
+        if not _no_such_line(in_sub_agent):
+            return in_sub_agent
+    return found
+
+
+def _no_such_line(fetched: MediaFound | MediaMissing) -> bool:
+    return isinstance(fetched, MediaMissing) and fetched.reason == "not-found"
 
 
 def extract_media_from_line(line: bytes, index: int) -> MediaFound | MediaMissing:

@@ -176,6 +176,25 @@ def test_every_commands_help_is_the_same_when_its_options_wait(
         assert capsys.readouterr().out == parser.format_help(), command
 
 
+def test_media_finds_a_photo_of_a_sub_agents_work(
+    box: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its history names the session (`bbx chat history` of a sub-agent, the page's
+    # fold); its line is in the sub-agent's own transcript.
+    session_transcript = transcript_path(box, SESSION, tmp_path / "projects")
+    sub_agent = session_transcript.with_suffix("") / "subagents" / "agent-a7.jsonl"
+    sub_agent.parent.mkdir(parents=True)
+    write_chat(tmp_path / "sub" / "chat.jsonl")
+    sub_agent.write_text(
+        (tmp_path / "sub" / "chat.jsonl").read_text().replace('"u-1"', '"s-1"'), "utf-8"
+    )
+    out = tmp_path / "from-the-sub-agent.png"
+    assert bbx(["chat", "media", f"{SESSION}/s-1/0", "-o", str(out), "--box", str(box)]) == 0
+    assert out.read_bytes() == PHOTO
+    assert bbx(["chat", "media", f"{SESSION}/s-2/0", "-o", str(out), "--box", str(box)]) == 1
+    assert "no photo at" in capsys.readouterr().err
+
+
 def test_media_to_a_file_it_cannot_write_is_an_error(
     box: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

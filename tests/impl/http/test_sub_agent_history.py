@@ -13,6 +13,7 @@ import pytest
 
 from beebox_impl.services.history import SubAgentNotFound
 from beebox_impl.transcript import TailSlice
+from tests.impl.engine.test_echo import image_block
 from tests.impl.http.support import served_box, wait_idle
 
 pytestmark = pytest.mark.anyio
@@ -115,3 +116,28 @@ async def test_an_embedding_host_reads_a_sub_agent_on_the_loop_too(tmp_path: Pat
         )
         with pytest.raises(SubAgentNotFound):
             await box.history(SESSION, TailSlice(2), agent="a0000000")
+
+
+async def test_a_photo_of_a_sub_agents_work_is_served_by_its_reference(tmp_path: Path) -> None:
+    # A sub-agent's history mints its photos' references under the session's id;
+    # the line is in the sub-agent's own transcript, where the media route finds it.
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+    async with served_box(tmp_path) as (box, client, _):
+        transcript = box._history_service.transcript_path(SESSION)
+        _write_session(transcript)
+        screenshot = image_block(png)
+        sub_agent = transcript.with_suffix("") / "subagents" / f"agent-{AGENT}.jsonl"
+        with sub_agent.open("a", encoding="utf-8") as file:
+            file.write(_lines(_turn("s-4", "user", [screenshot], isSidechain=True, agentId=AGENT)))
+        tail = await client.call("GET", f"/api/chat/history?session={SESSION}&agent={AGENT}")
+        (block,) = tail.json()["entries"][-1]["content"]
+        assert block["imageRef"] == f"{SESSION}/s-4/0"
+        served = await client.call("GET", f"/api/session-media/{block['imageRef']}")
+        assert (served.status, served.headers["content-type"], served.body) == (
+            200,
+            "image/png",
+            png,
+        )
+        # A reference to no line of the session or its sub-agents is still a miss.
+        missing = await client.call("GET", f"/api/session-media/{SESSION}/s-9/0")
+        assert missing.status == 404

@@ -19,6 +19,7 @@ from beebox_impl.transcript.location import (
     MAX_SUB_AGENT_DEPTH,
     InvalidAgentId,
     locate_sub_agent_transcript,
+    sub_agent_transcripts,
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
 from beebox_spec.transcript import entries_from_lines, split_transcript_lines
@@ -102,6 +103,36 @@ def test_links_lead_nowhere(tmp_path: Path) -> None:
     os.symlink(elsewhere, top / "workflows")
     os.symlink(elsewhere / "agent-alink.jsonl", top / "agent-alink.jsonl")
     assert locate_sub_agent_transcript(transcript, "alink") is None
+
+
+def test_every_sub_agent_transcript_is_listed_where_one_is_looked_for(tmp_path: Path) -> None:
+    # `sub_agent_transcripts`: what `locate_sub_agent_transcript` would find, each
+    # once, in the order it looks; no other file, nothing too deep, no link.
+    transcript = _session(tmp_path)
+    assert sub_agent_transcripts(transcript) == []
+    top = transcript.with_suffix("") / "subagents"
+    (top / "workflows" / "run-a").mkdir(parents=True)
+    (top / "agent-a2.jsonl").write_text(_sub_agent_lines("a2", "direct"))
+    (top / "agent-a1.jsonl").write_text(_sub_agent_lines("a1", "direct"))
+    (top / "workflows" / "run-a" / "agent-aw1.jsonl").write_text(_sub_agent_lines("aw1", "a"))
+    (top / "notes.jsonl").write_text("{}\n")
+    (top / "agent-a.b.jsonl").write_text("{}\n")
+    deep = top.joinpath(*(f"d{level}" for level in range(MAX_SUB_AGENT_DEPTH + 1)))
+    deep.mkdir(parents=True)
+    (deep / "agent-adeep.jsonl").write_text(_sub_agent_lines("adeep", "too deep"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "agent-alink.jsonl").write_text(_sub_agent_lines("alink", "outside"))
+    os.symlink(elsewhere / "agent-alink.jsonl", top / "agent-alink.jsonl")
+    listed = sub_agent_transcripts(transcript)
+    assert listed == [
+        top / "agent-a1.jsonl",
+        top / "agent-a2.jsonl",
+        top / "workflows" / "run-a" / "agent-aw1.jsonl",
+    ]
+    for path in listed:
+        agent_id = path.name.removeprefix("agent-").removesuffix(".jsonl")
+        assert locate_sub_agent_transcript(transcript, agent_id) == path
 
 
 @pytest.mark.parametrize("agent_id", ["", "../x", "a/b", "a.jsonl", "x" * 65, "a\x00b", "é"])
