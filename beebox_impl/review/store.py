@@ -61,7 +61,8 @@ _log = logging.getLogger(__name__)
 
 # Bumped whenever what the cache means changes; an older cache is dropped.
 # 3: a task notification is neither a real user turn nor an entry (spec: transcript rule 4).
-CACHE_VERSION = 3
+# 4: a sub-agent's user line is not a real user turn (spec: `review.turns`).
+CACHE_VERSION = 4
 
 
 class ReviewStateText:

@@ -5,8 +5,9 @@ Spec sources, in `docs/sources.md` (a bare §N.M below is its anchor `facts-N-M`
 `docs/sources.md#facts-2-1` (§2.1, "Related": self-notes).
 
 A transcript line counts as a turn the person took when it is a `user` line that
-is not `isMeta`, not an SDK compaction summary, holds non-blank text (so
-tool_result-only turns do not count), and whose text is not Claude Code plumbing
+is not `isMeta`, not an SDK compaction summary, not a sub-agent's (`isSidechain`),
+holds non-blank text (so tool_result-only turns do not count), and whose text is
+not Claude Code plumbing
 (the history read's rule, `beebox_spec.transcript.is_plumbing_message`: its own
 notices, and the notification of a background task that ended) nor
 consists only of self-notes. Discovery counts them (a session needs two) and takes
@@ -22,7 +23,7 @@ from typing import Final
 from beebox_spec.entries import JsonValue, is_json_object
 from beebox_spec.js_values import js_trim, js_trim_start
 from beebox_spec.review.snippets import SNIPPET_MAX_LEN, extract_snippet, strip_chat_app_tags
-from beebox_spec.transcript import is_plumbing_message
+from beebox_spec.transcript import is_plumbing_message, is_sidechain_record
 
 __all__ = [
     "COMPACTION_PREFIX",
@@ -74,6 +75,10 @@ def real_user_turn_text(line: JsonValue) -> str | None:
     - it is an object of `type` "user" with a `message` object;
     - it is not `isMeta` (text Claude Code injected) and not `isCompactSummary`
       (the SDK's post-compaction summary);
+    - it is not a sub-agent's turn (`beebox_spec.transcript.is_sidechain_record`):
+      up to Claude Code 1.0.x a Task call's sub-agent writes its turns into the
+      session's transcript, its prompt a `user` line the agent wrote, not the
+      person (ours, `docs/spec-decisions.md#sub-agent-work`);
     - its content (a string, or the `text` blocks of a block list) has at least
       one block of non-blank text: a tool_result-only turn has none;
     - the non-blank texts, joined by "\\n" and trimmed, are neither plumbing,
@@ -98,8 +103,13 @@ def real_user_turn_text(line: JsonValue) -> str | None:
     message = line.get("message")
     if line.get("type") != "user" or not is_json_object(message):
         return None
-    # Injected text and the SDK's compaction summary are not the person's words.
-    if line.get("isMeta") is True or line.get("isCompactSummary") is True:
+    # Injected text, the SDK's compaction summary and what the agent told a sub-agent
+    # it started are not the person's words.
+    if (
+        line.get("isMeta") is True
+        or line.get("isCompactSummary") is True
+        or is_sidechain_record(line)
+    ):
         return None
     content = message.get("content")
     blocks: list[JsonValue]

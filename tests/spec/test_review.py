@@ -210,6 +210,9 @@ def line(content: JsonValue, **flags: JsonValue) -> JsonValue:
         pytest.param(line("hi", isMeta=True), None, id="isMeta"),
         pytest.param(line("hi", isMeta="yes"), "hi", id="isMeta must be true itself"),
         pytest.param(line("Summary of before", isCompactSummary=True), None, id="isCompactSummary"),
+        pytest.param(line("Write a poem.", isSidechain=True), None, id="a sub-agent's prompt"),
+        pytest.param(line("hi", isSidechain="true"), "hi", id="isSidechain must be true itself"),
+        pytest.param(line("hi", isSidechain=False), "hi", id="the session's own turn"),
         pytest.param(
             line(
                 "This session is being continued from a previous conversation that ran out of"

@@ -22,7 +22,8 @@ from beebox_impl.transcript.location import (
     sub_agent_transcripts,
 )
 from beebox_spec.entries import MAX_SESSION_ENTRIES, SessionEntry
-from beebox_spec.transcript import entries_from_lines, split_transcript_lines
+from beebox_spec.review.turns import count_real_user_turns
+from beebox_spec.transcript import entries_from_lines, is_sidechain_record, split_transcript_lines
 from tests.impl.transcript.test_corpus import CORPUS
 
 SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
@@ -193,13 +194,13 @@ def _calls(entries: list[SessionEntry], name: str) -> list[dict[str, object]]:
     ]
 
 
-@pytest.mark.parametrize(
-    ("relative", "sidechain_entries"),
-    [
-        ("claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", 14),
-        ("claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", 249),
-    ],
-)
+INLINE_SIDECHAINS = [
+    ("claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", 14),
+    ("claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", 249),
+]
+
+
+@pytest.mark.parametrize(("relative", "sidechain_entries"), INLINE_SIDECHAINS)
 def test_inline_sidechains_of_1_0_x_are_marked(relative: str, sidechain_entries: int) -> None:
     path = _corpus(relative)
     entries = _read(path, path.stem)
@@ -250,3 +251,19 @@ def test_a_nested_layout_sub_agent_of_the_spotter_session() -> None:
     entries = _read(found, SESSION)
     assert len(entries) > 10
     assert all(entry.get("sidechain") is True for entry in entries)
+
+
+@pytest.mark.parametrize(
+    ("relative", "persons_turns", "sub_agent_prompts"),
+    [(INLINE_SIDECHAINS[0][0], 1, 10), (INLINE_SIDECHAINS[1][0], 2, 161)],
+)
+def test_the_review_counts_the_persons_turns_not_the_sub_agents_prompts(
+    relative: str, persons_turns: int, sub_agent_prompts: int
+) -> None:
+    # The original counted every Task prompt of a 1.0.x transcript as the person's:
+    # 3 and 7 turns here (`review.turns`; docs/spec-decisions.md#sub-agent-work).
+    path = _corpus(relative)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    prompts = [line for line in lines if line["type"] == "user" and is_sidechain_record(line)]
+    assert len(prompts) == sub_agent_prompts
+    assert count_real_user_turns(lines) == persons_turns
