@@ -81,6 +81,21 @@ def sent(api: MessagesApiDouble) -> list[list[str]]:
     return [[text.strip() for text in request.user_texts()] for request in api.message_requests]
 
 
+def user_line_written(claude: OfflineClaude, text: str) -> bool:
+    """Does a transcript of the CLI hold a user line of ``text``? (Claude Code 2.1.337
+    opens a transcript with lines of its own before the turn's user line.)"""
+    for path in claude.transcripts():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else None
+            if not isinstance(record, dict) or record.get("type") != "user":
+                continue
+            content = (record.get("message") or {}).get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if any(isinstance(block, dict) and block.get("text") == text for block in blocks or []):
+                return True
+    return False
+
+
 def held(text: str) -> tuple[Reply, threading.Event]:
     """A reply that streams half of ``text`` and waits for the event (mid-stream)."""
     hold = threading.Event()
@@ -406,10 +421,13 @@ async def test_the_cli_killed_mid_turn(
         assert isinstance(await box.send(SendRequest("queued", message_id="m-2")), Queued)
         await wait_for_requests(api, 1)
         api.on_message = None
+        # Written or not is the turn's user line, not the file: Claude Code 2.1.337
+        # opens the file with lines of its own before it.
         if written:
-            await wait_until(lambda: bool(claude.transcripts()))
-        else:
-            assert not claude.transcripts()
+            await wait_until(lambda: user_line_written(claude, "doomed"))
+        elif user_line_written(claude, "doomed"):
+            kill(pid)
+            pytest.skip("this CLI writes the turn before its request: no kill comes sooner")
         kill(pid)
         hold.set()
         # The lifecycle's close handler: the queue drains into a fresh CLI.
@@ -422,7 +440,10 @@ async def test_the_cli_killed_mid_turn(
         owed = [json.dumps(row.payload) for row in await box._acceptance.undelivered_messages()]
         assert any('"doomed"' in payload for payload in owed)
     if written:
-        # The CLI had written the turn: the fresh CLI resumed it.
+        # The CLI had written the turn: the fresh CLI resumed it. (Both 2.1.332 and
+        # 2.1.337 put a synthetic assistant line, "No response requested.", between
+        # the cut turn and the queued text, so the model reads the cut turn as
+        # answered: a gap in the box's recovery, not closed yet.)
         assert sent(api) == [["doomed"], ["doomed", "queued"]]
         assert shown(history)[:2] == [("user", "doomed"), ("user", "queued")]
     else:

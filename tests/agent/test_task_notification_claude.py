@@ -1,7 +1,7 @@
 """A background sub-agent's ``<task-notification>`` on Claude Code itself (issue 37).
 
-The real CLI the ``claude`` extra bundles (2.1.332) against the Messages API double.
-The main agent calls the ``Agent`` tool as a model does by default, without
+The real CLI the ``claude`` extra bundles (2.1.337; 2.1.332 before) against the Messages
+API double. The main agent calls the ``Agent`` tool as a model does by default, without
 ``run_in_background: false``, so the CLI runs the sub-agent in the background: the
 call's result says it was launched, and the main agent answers at once. When the
 sub-agent (its request told from the main agent's by its prompt,
