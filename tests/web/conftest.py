@@ -109,6 +109,23 @@ def fulfill_unless_abandoned(route: Route, **answer: Any) -> bool:
     return True
 
 
+def answer_changed(route: Route, change: Callable[[dict[str, Any]], None]) -> dict[str, Any] | None:
+    """The box's own JSON answer to ``route``, edited in place by ``change``, given to
+    the page; None if the page had let the request go (`abandoned_by_the_page`)."""
+    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415 - skips without it
+
+    try:
+        answer = route.fetch()
+        body: dict[str, Any] = answer.json()
+        change(body)
+        route.fulfill(response=answer, json=body)
+    except PlaywrightError as error:
+        if not abandoned_by_the_page(error):
+            raise
+        return None
+    return body
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from tests.web.conftest import ServedBox
+from tests.web.conftest import ServedBox, answer_changed
 from tests.web.markdown_history import write_markdown_history
 from tests.web.test_browser import DESKTOP, PHONE, _expect, open_page, photo_png, reply, wait_idle
 from tests.web.test_history_browser import open_long_conversation
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Route
+    from playwright.sync_api import Browser, Page
 
 # A held turn's stop reads Stopping… until the turn lets go (or, on a slow machine,
 # Stopped already by the time the test looks).
@@ -85,16 +85,13 @@ def assert_accessible(page: Page, state: str) -> None:
 def with_permission(page: Page) -> None:
     """Bootstrap lists a pending permission request; an answer to it is taken."""
 
-    def add(route: Route) -> None:
-        answer = route.fetch()
-        boot = answer.json()
+    def add(boot: dict[str, Any]) -> None:
         if boot.get("sessionId") and not any(
             request["id"] == REQUEST["id"] for request in boot["permissions"]
         ):
             boot["permissions"].append(REQUEST)
-        route.fulfill(response=answer, json=boot)
 
-    page.route("**/api/chat/bootstrap*", add)
+    page.route("**/api/chat/bootstrap*", lambda route: answer_changed(route, add))
     page.route(
         f"**/api/chat/permissions/{REQUEST['id']}",
         lambda route: route.fulfill(json={"ok": True, "id": REQUEST["id"], "decision": "allow"}),

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tests.web.conftest import ServedBox, abandoned_by_the_page, fulfill_unless_abandoned
+from tests.web.conftest import ServedBox, answer_changed, fulfill_unless_abandoned
 from tests.web.test_browser import DESKTOP, FRAMES, STATE_READ_TWICE, WAIT_MS, _expect
 
 if TYPE_CHECKING:
@@ -154,23 +154,17 @@ def test_a_page_opened_mid_turn_shows_the_text_so_far_once(
     served = served_box(gated=True)
     reads: list[str | None] = []
 
-    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415 - as the module's
+    def live_text(boot: dict[str, Any]) -> None:
+        if boot["status"]["busy"]:
+            # The turn's held answer is in the transcript already; the text
+            # streamed so far goes on past it.
+            said = [e for e in boot["history"]["entries"] if e["type"] == "assistant"][-1]
+            boot["liveText"] = said["content"][0]["text"] + "\n\nAnd now the **beans**"
 
     def with_live_text(route: Route) -> None:
-        try:
-            answer = route.fetch()
-            boot = answer.json()
-            if boot["status"]["busy"]:
-                # The turn's held answer is in the transcript already; the text
-                # streamed so far goes on past it.
-                said = [e for e in boot["history"]["entries"] if e["type"] == "assistant"][-1]
-                boot["liveText"] = said["content"][0]["text"] + "\n\nAnd now the **beans**"
-            route.fulfill(response=answer, json=boot)
-        except PlaywrightError as error:
-            if not abandoned_by_the_page(error):
-                raise
-            return
-        reads.append(boot.get("liveText"))
+        boot = answer_changed(route, live_text)
+        if boot is not None:
+            reads.append(boot.get("liveText"))
 
     context, page, problems = open_busy_page(browser, served, [])
     page.route("**/api/chat/bootstrap*", with_live_text)

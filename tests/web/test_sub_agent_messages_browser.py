@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tests.web.conftest import ServedBox
+from tests.web.conftest import ServedBox, answer_changed
 from tests.web.test_browser import _expect
 from tests.web.test_live_text_browser import assistant, delta, open_busy_page, sse, streaming
 
@@ -101,23 +101,13 @@ def test_a_sub_agents_message_is_not_the_reply_nor_read_out(
 def test_a_sub_agents_message_has_its_calls_open_fold_read_its_work_again(
     browser: Browser, served_box: Callable[..., ServedBox]
 ) -> None:
-    from playwright.sync_api import Error as PlaywrightError  # noqa: PLC0415 - as the module's
-
     expect = _expect()
     served = served_box(gated=True)
     context, page, problems = open_busy_page(browser, served, [], script=OPEN_STREAM)
 
-    def with_the_call(route: Route) -> None:
+    def the_call(boot: dict[str, Any]) -> None:
         # The turn so far ends in an Agent call run in the background (Claude Code's
         # default): its result came at once and names its sub-agent, still at work.
-        try:
-            answer = route.fetch()
-        except PlaywrightError as error:
-            # The reload below abandons a read in flight; its route is gone.
-            if "closed" not in str(error):
-                raise
-            return
-        boot = answer.json()
         call = {
             "uuid": "main-call",
             "type": "assistant",
@@ -135,7 +125,6 @@ def test_a_sub_agents_message_has_its_calls_open_fold_read_its_work_again(
         }
         boot["history"]["entries"].append(call)
         boot["history"]["total"] += 1
-        route.fulfill(response=answer, json=boot)
 
     reads: list[str] = []
 
@@ -158,7 +147,7 @@ def test_a_sub_agents_message_has_its_calls_open_fold_read_its_work_again(
             body=json.dumps({"entries": steps, "total": len(steps)}),
         )
 
-    page.route("**/api/chat/bootstrap*", with_the_call)
+    page.route("**/api/chat/bootstrap*", lambda route: answer_changed(route, the_call))
     page.route(f"**/api/chat/history?*agent={AGENT}*", sub_agents_history)
     expect(page.locator(".message", has_text='You said: "Water the tomatoes"')).to_have_count(1)
     page.reload()

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tests.web.conftest import ServedBox
+from tests.web.conftest import ServedBox, answer_changed
 from tests.web.markdown_history import write_markdown_history
 from tests.web.test_browser import _expect, open_page
 from tests.web.test_history_browser import open_long_conversation
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Route
+    from playwright.sync_api import Browser
 
 
 def test_an_echo_tool_turn_shows_the_call_folded_with_its_result(
@@ -52,10 +52,8 @@ def test_commands_outcomes_and_thinking_read_plainly(
     write_markdown_history(served.box, served.projects, 20)
     failed_id, refused_id = "toolu_000002", "toolu_000003"
 
-    def failures(route: Route) -> None:
+    def failures(boot: dict[str, Any]) -> None:
         """The history as it reads after a failed call and a refused one."""
-        answer = route.fetch()
-        boot: dict[str, Any] = answer.json()
         for entry in boot["history"]["entries"]:
             for block in entry["content"]:
                 if block.get("toolId") in (failed_id, refused_id):
@@ -63,7 +61,6 @@ def test_commands_outcomes_and_thinking_read_plainly(
                     block["resultSummary"] = "exit code 1"
                 if block.get("toolId") == "toolu_000003":
                     block["resultSummary"] = "The person using the box denied this tool call."
-        route.fulfill(response=answer, json=boot)
 
     record = {
         "pending": [],
@@ -77,7 +74,7 @@ def test_commands_outcomes_and_thinking_read_plainly(
         ],
     }
     context, page, problems = open_page(browser, served)
-    page.route("**/api/chat/bootstrap*", failures)
+    page.route("**/api/chat/bootstrap*", lambda route: answer_changed(route, failures))
     page.route("**/api/chat/permissions*", lambda route: route.fulfill(json=record))
     open_long_conversation(page)
 
