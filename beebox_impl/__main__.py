@@ -1,8 +1,6 @@
-"""``python -m beebox_impl``: the ``bbx`` command line (`beebox_impl.cli.main`)."""
+"""``python -m beebox_impl``: the ``bbx`` command line (`beebox_impl.cli.program`)."""
 
-import sys
-
-from beebox_impl.cli import main
+from beebox_impl.cli import program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    program()

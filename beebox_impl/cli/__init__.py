@@ -30,21 +30,40 @@ defaults and choices come from the modules that run the command. So ``bbx --help
 its HTTP server, sessions and engines, the review nor YAML, and start in a few
 times what the interpreter takes (`tests/impl/test_cli_imports.py` pins the
 modules; `bench/peers.py` measures the processes).
+
+`main` runs a command line in the calling process and answers its exit status;
+`program` is `bbx` as a process of its own (the console script), which ends a short
+read without tearing the interpreter down (`tests/impl/test_cli_program.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from beebox_impl.cli.common import EXIT_FAILED, EXIT_USAGE, add_box_option, counted, fail
+from beebox_impl.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    add_box_option,
+    counted,
+    discard_stdout,
+    fail,
+)
 
-__all__ = ["DEFAULT_TAIL", "REVIEW_HELP", "build_parser", "main"]
+__all__ = [
+    "DEFAULT_TAIL",
+    "REVIEW_HELP",
+    "build_parser",
+    "is_short_read",
+    "main",
+    "program",
+]
 
 DEFAULT_TAIL: Final = 50
 # Sessions `bbx chat sessions` lists unless --limit says otherwise, and at most.
@@ -246,24 +265,58 @@ def _review_options(review: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `bbx` with ``argv`` (None: this process's own command line)."""
+    """Run `bbx` with ``argv`` (None: this process's own command line); its exit status."""
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
+    return _run_command(parser, args)
+
+
+def program() -> NoReturn:
+    """`bbx` as a process of its own: the console script and ``python -m beebox_impl``.
+
+    What `main` does, then exit. A short read (`is_short_read`) runs without the
+    cycle collector and ends the process as soon as its output is out, without
+    tearing the interpreter down: it starts no thread, logs nothing and leaves no
+    file open, so the teardown would only free, one by one, the modules and objects
+    the process is about to give back whole — about a tenth of a warm read's time
+    (`bench/peers.py`; mypy ends its runs so too). Every other command exits as
+    Python does.
+    """
+    parser = build_parser(complete=False)
+    args = parser.parse_args()
+    if not is_short_read(args):
+        sys.exit(_run_command(parser, args))
+    # The read makes no reference cycles worth finding before the process ends.
+    gc.disable()
+    status = _run_command(parser, args)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discard_stdout()
+        status = EXIT_FAILED
+    except OSError as error:
+        discard_stdout()
+        status = fail(f"cannot write the output: {error}")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def is_short_read(args: argparse.Namespace) -> bool:
+    """Whether ``args`` name a command `program` ends at once: `phases`, or a read of
+    a named transcript (`chat history SESSION`, `chat media REF`)."""
+    return args.command == "phases" or _reads_a_named_transcript(args)
+
+
+def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         return _run(parser, args)
     except KeyboardInterrupt:
         return fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader went away (`bbx chat history | head`): nobody to tell.
-        _discard_stdout()
+        discard_stdout()
         return EXIT_FAILED
-
-
-def _discard_stdout() -> None:
-    # What is left in stdout's buffer would fail again as the interpreter exits.
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

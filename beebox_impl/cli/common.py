@@ -1,5 +1,5 @@
-"""What every `bbx` command shares: the ``--box`` option, exit codes, and how an error
-is said.
+"""What every `bbx` command shares: the ``--box`` option, exit codes, how an error
+is said, and how output is written.
 
 An error is one line on stderr that starts ``bbx: `` (`fail`), and the exit code
 says what kind: `EXIT_FAILED` (1) for what went wrong or is not there,
@@ -11,6 +11,8 @@ asks whether a folder is a box (`box_refusal`).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, TextIO
@@ -27,7 +29,9 @@ __all__ = [
     "add_box_option",
     "box_refusal",
     "counted",
+    "discard_stdout",
     "fail",
+    "write_output",
 ]
 
 EXIT_FAILED: Final = 1
@@ -74,6 +78,62 @@ def fail(message: str, code: int = EXIT_FAILED, *, stream: TextIO | None = None)
     one_line = " ".join(part.strip() for part in message.splitlines() if part.strip())
     print(f"bbx: {one_line}", file=sys.stderr if stream is None else stream)
     return code
+
+
+def write_output(output: str | bytes) -> int:
+    """Write a command's output (text, or the bytes of a photo) to stdout, all of it
+    now: 0, or `EXIT_FAILED` having said why it could not be written (a full disk, a
+    device gone). A reader that went away (`BrokenPipeError`) is the caller's to end
+    on, as every command does."""
+    try:
+        descriptor: int | None = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        descriptor = None  # a stdout with no file under it: a host's or a test's
+    try:
+        if descriptor is None:
+            _write_through(sys.stdout, output)
+        else:
+            sys.stdout.flush()
+            data = output if isinstance(output, bytes) else _encoded_for_stdout(output)
+            _write_all(descriptor, data)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        discard_stdout()
+        return fail(f"cannot write the output: {error.strerror or error}")
+    return 0
+
+
+def _encoded_for_stdout(text: str) -> bytes:
+    # As stdout's own text layer would encode it.
+    return text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    # `os.write` until every byte is out. One large write through stdout's buffered
+    # layer, to a pipe whose reader leaves during it, stops where the kernel cut it
+    # and reports nothing: the rest is lost, the exit status 0 (CPython 3.11). The
+    # write after a cut one says EPIPE.
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _write_through(stdout: TextIO, output: str | bytes) -> None:
+    if isinstance(output, bytes):
+        stdout.buffer.write(output)
+        stdout.buffer.flush()
+    else:
+        stdout.write(output)
+        stdout.flush()
+
+
+def discard_stdout() -> None:
+    """Send what is left of stdout nowhere: what its buffer holds would fail again as
+    the interpreter exits, where nobody could be told."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def box_refusal(folder: Path) -> str | None:

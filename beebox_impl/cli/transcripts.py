@@ -13,6 +13,7 @@ also reads the page's husk cards (`beebox_impl.cli.sessions`).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -21,7 +22,13 @@ from pathlib import Path
 from typing import TextIO
 
 from beebox_impl.cli import DEFAULT_TAIL
-from beebox_impl.cli.common import EXIT_FAILED, EXIT_USAGE, box_refusal, fail
+from beebox_impl.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    box_refusal,
+    fail,
+    write_output,
+)
 from beebox_impl.layout import state_dir
 from beebox_impl.settings import InvalidBoxSettings, load_box_settings
 from beebox_impl.transcript.history import PageSlice, TailSlice, read_history
@@ -98,11 +105,10 @@ def _chat_sessions(args: argparse.Namespace) -> int:
     except OSError as error:
         return fail(f"cannot list the sessions of {box_root}: {error}")
     if args.json:
-        json.dump(sessions, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    else:
-        write_sessions(sessions, more, sys.stdout)
-    return 0
+        return write_output(json.dumps(sessions, ensure_ascii=False, indent=2) + "\n")
+    table = io.StringIO()
+    write_sessions(sessions, more, table)
+    return write_output(table.getvalue())
 
 
 def _current_session(box: Path) -> str | None:
@@ -137,11 +143,10 @@ def _chat_history(args: argparse.Namespace) -> int:
         return fail(f"no transcript for session {session_id} at {path}")
     history = read_history(path, session_id, window, cache=_index_cache(args.box))
     if args.json:
-        json.dump(history, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _print_history(history, sys.stdout)
-    return 0
+        return write_output(json.dumps(history, ensure_ascii=False, indent=2) + "\n")
+    text = io.StringIO()
+    _print_history(history, text)
+    return write_output(text.getvalue())
 
 
 def _print_history(history: SessionHistory, out: TextIO) -> None:
@@ -192,15 +197,10 @@ def _chat_media(args: argparse.Namespace) -> int:
     if not isinstance(result, MediaFound):
         return fail(f"no photo at {args.ref}: {result.reason}")
     if args.output == "-":
-        sys.stdout.buffer.write(result.data)
-        sys.stdout.buffer.flush()
-    else:
-        try:
-            Path(args.output).write_bytes(result.data)
-        except OSError as error:
-            return fail(f"cannot write {args.output}: {error.strerror or error}")
-        print(
-            f"wrote {len(result.data)} bytes ({result.media_type}) to {args.output}",
-            file=sys.stderr,
-        )
+        return write_output(result.data)
+    try:
+        Path(args.output).write_bytes(result.data)
+    except OSError as error:
+        return fail(f"cannot write {args.output}: {error.strerror or error}")
+    print(f"wrote {len(result.data)} bytes ({result.media_type}) to {args.output}", file=sys.stderr)
     return 0

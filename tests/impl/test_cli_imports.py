@@ -1,8 +1,8 @@
 """Light `bbx` commands import what they use, in the one interpreter they start in.
 
 ``bbx --help``, ``bbx phases``, ``bbx chat history`` and ``bbx chat media`` are run
-as the ``bbx`` script runs them (`beebox_impl.cli.main`), each in a child
-process that then reports what is in `sys.modules`: none of the box, its HTTP
+through `beebox_impl.cli.main` (what the ``bbx`` script, `program`, runs), each in a
+child process that then reports what is in `sys.modules`: none of the box, its HTTP
 server, sessions, services, stores, engines, the review, YAML, ``urllib.request``
 or an event loop. The child refuses to execute a program: a light command never
 restarts its interpreter.
