@@ -28,17 +28,18 @@ against this list):
 10. `chat_session` — `ChatSession` as a pure state machine: queue/drain, stop vs restart
 11. `thread_pool` — `ChatThreadSession` (no queue, no `stopping`) and the pool's decisions
 12. `media` — the photo strip, references, `transform_content`, line lookup, `extract_media`
-13. `reconcile` — a send's attribution, the acceptance record read back, the client's join
-14. `transcript` — the guarded line reader, oversize stubs, history entries and slices
-15. `review` — chat review: the pass, and the conventions its modules share
-16. `review.snippets` — the first user message reduced to a title
-17. `review.turns` — which transcript lines are turns the person took
-18. `review.leak_scan` — the credential shapes, the scan and the redaction
-19. `review.rendering` — what the reviewer reads of a span, and the elision
-20. `review.reviewer` — the reviewer's prompts and the schema of its output
-21. `review.husk` — title ownership and the one write to the husk card
-22. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
-23. `review.qualification` — the discovery gates and the order sessions are reviewed in
-24. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
-25. `__main__` — ``python -m beebox_spec``
+13. `attribution` — a message's sender named in its opening tag, and read back
+14. `reconcile` — the acceptance record read back as pending messages, the client's join
+15. `transcript` — the guarded line reader, oversize stubs, history entries and slices
+16. `review` — chat review: the pass, and the conventions its modules share
+17. `review.snippets` — the first user message reduced to a title
+18. `review.turns` — which transcript lines are turns the person took
+19. `review.leak_scan` — the credential shapes, the scan and the redaction
+20. `review.rendering` — what the reviewer reads of a span, and the elision
+21. `review.reviewer` — the reviewer's prompts and the schema of its output
+22. `review.husk` — title ownership and the one write to the husk card
+23. `review.journal` — the span journal: hashes, `resolve_span`, state file, decisions
+24. `review.qualification` — the discovery gates and the order sessions are reviewed in
+25. `phase_doc` — the phase table as text and Markdown (`docs/phases.md`)
+26. `__main__` — ``python -m beebox_spec``
 """

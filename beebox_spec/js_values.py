@@ -61,7 +61,6 @@ review counts code points, `beebox_spec.review`).
 
 from __future__ import annotations
 
-import decimal
 import json
 import math
 import re
@@ -275,11 +274,9 @@ def _js_number_string(value: int | float) -> str:
         return "0"
     if number < 0:
         return "-" + _js_number_string(-number)
-    shortest = decimal.Decimal(repr(number)).normalize().as_tuple()
-    digits = "".join(str(digit) for digit in shortest.digits)
-    assert isinstance(shortest.exponent, int), "a finite double has an integer exponent"
+    digits, exponent = _shortest_digits(number)
     k = len(digits)
-    n = k + shortest.exponent  # number = 0.digits × 10**n
+    n = k + exponent  # number = 0.digits × 10**n
     if k <= n <= 21:
         return digits + "0" * (n - k)
     if 0 < n <= 21:
@@ -289,6 +286,18 @@ def _js_number_string(value: int | float) -> str:
     exponent = n - 1
     mantissa = digits[0] + ("." + digits[1:] if k > 1 else "")
     return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+def _shortest_digits(number: float) -> tuple[str, int]:
+    # The fewest significant digits that read back as `number` (positive, finite),
+    # and e with number = digits × 10**e. `repr` writes exactly those digits (Python's
+    # float repr is the shortest that round-trips); only their point moves here.
+    significand, _, written_exponent = repr(number).partition("e")
+    whole, _, fraction = significand.partition(".")
+    significant = (whole + fraction).lstrip("0")
+    digits = significant.rstrip("0")
+    exponent = int(written_exponent or "0") - len(fraction) + len(significant) - len(digits)
+    return digits, exponent
 
 
 # ---------------------------------------------------------------------------------

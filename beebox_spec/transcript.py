@@ -128,7 +128,7 @@ The history read, top to bottom:
    stripped images get references. `uuid` and `timestamp` read as
    `String(x || "")` (missing → `""`). A user entry carries `user` / `userEmail`
    read from its first text block's `<typed …>` tag by
-   `beebox_spec.reconcile.user_identity`, the same reading §2.2 gives accepted
+   `beebox_spec.attribution.user_identity`, the same reading §2.2 gives accepted
    messages (one rule, one place).
 6. **Slices** (§2.4). `history_tail` (the last `tail` entries, 1 ≤ tail ≤
    `MAX_SESSION_ENTRIES`) and `history_page` (offset ≥ 0, 1 ≤ limit ≤
@@ -144,6 +144,7 @@ import re
 from collections.abc import Sequence
 from typing import Final, Literal, NotRequired, TypeAlias, TypedDict
 
+from beebox_spec.attribution import user_identity
 from beebox_spec.entries import (
     MAX_SESSION_ENTRIES,
     JsonObject,
@@ -166,7 +167,6 @@ from beebox_spec.media import (
     summarize_tool_result,
     transform_content,
 )
-from beebox_spec.reconcile import user_identity
 
 __all__ = [
     "MAX_SESSION_LINE_BYTES",

@@ -11,7 +11,7 @@ The flow of `ChatSendService.send`, top to bottom:
    whether either runs on the loop (`ChatSendService.send`) or in a host's thread
    (`ChatSendService.send_from_thread`).
 2. **Attribution.** The sender, when there is one, is named in the message's
-   opening tag (`beebox_spec.reconcile.inject_user_attr`).
+   opening tag (`beebox_spec.attribution.inject_user_attr`).
 3. **Record.** The ``chat-user-message`` bus row, the photos and the id's claim
    are committed in one transaction (`AcceptanceStore.record_user_message`); an
    id already claimed answers `Deduplicated` and changes nothing. The bus event is
@@ -79,11 +79,11 @@ from beebox_impl.services.box_events import BoxEventHub, ChatTurnData, ChatUserM
 from beebox_impl.session.chat import ChatSession
 from beebox_impl.session.clock import SessionClock
 from beebox_impl.store.acceptance import AcceptanceStore, AlreadyClaimed, Attachment, Recorded
+from beebox_spec.attribution import inject_user_attr
 from beebox_spec.entries import JsonObject, JsonValue
 from beebox_spec.errors import Rejection
 from beebox_spec.js_values import to_iso_timestamp
 from beebox_spec.media import SERVABLE_MEDIA_TYPES
-from beebox_spec.reconcile import inject_user_attr
 
 __all__ = [
     "MAX_MESSAGE_ID_CHARS",

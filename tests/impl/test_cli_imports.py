@@ -60,6 +60,10 @@ NEVER_LOADED = (
     "logging",
     # The index cache's locks are `_thread`'s (`threading.Lock` is one).
     "threading",
+    # A read names an entry's sender by `beebox_spec.attribution`, not by the
+    # acceptance record's rules; JavaScript's numbers print without `decimal`.
+    "beebox_spec.reconcile",
+    "decimal",
 )
 # Of the engines' package, a light command may load only the words the settings
 # file is checked against (the permission modes), never an engine; nor an event loop.

@@ -7,9 +7,13 @@ from ECMAScript's text.
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
+import random
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -17,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beebox_spec.entries import JsonValue
-from beebox_spec.js_values import (  # the quoting's two paths are compared directly
+from beebox_spec.js_values import (  # the quoting's two paths and the digits are checked directly
     JS_SPACE_CLASS,
     JS_SPACE_CLASS_ITEMS,
     JS_WHITESPACE,
@@ -26,6 +30,7 @@ from beebox_spec.js_values import (  # the quoting's two paths are compared dire
     UnparsableJson,
     _js_quote,
     _js_quote_each,
+    _shortest_digits,
     js_json_stringify,
     js_or,
     js_string,
@@ -242,6 +247,30 @@ def test_js_values_readings_agree_with_node() -> None:
     for text, (as_string, as_json) in zip(texts, json.loads(done.stdout), strict=True):
         value = parse_json_text(text)
         assert (js_string(value), js_json_stringify(value)) == (as_string, as_json), text
+
+
+@needs_node
+def test_numbers_print_as_javascript_prints_them() -> None:
+    """`js_string` of a double is Number::toString, over doubles drawn from every binade."""
+    draw = random.Random(20261206)
+    doubles = (
+        struct.unpack("<d", draw.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(4000)
+    )
+    numbers = [number for number in doubles if math.isfinite(number)]
+    # JSON carries each double exactly: Python writes its shortest round-tripping digits.
+    printed = run_node(
+        "const t=JSON.parse(require('fs').readFileSync(0,'utf8'));"
+        "console.log(JSON.stringify(t.map(String)))",
+        numbers,
+    )
+    assert [js_string(number) for number in numbers] == printed
+
+
+@given(st.floats(min_value=0.0, exclude_min=True, allow_infinity=False))
+def test_a_doubles_shortest_digits_are_its_decimal_in_normal_form(number: float) -> None:
+    # The digits Number::toString places: `decimal`'s reading of them, as an oracle.
+    normal = decimal.Decimal(repr(number)).normalize().as_tuple()
+    assert _shortest_digits(number) == ("".join(map(str, normal.digits)), normal.exponent)
 
 
 @needs_node

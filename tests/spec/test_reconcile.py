@@ -1,4 +1,5 @@
-"""The two records of a message and their join (`beebox_spec.reconcile`)."""
+"""The two records of a message and their join (`beebox_spec.reconcile`), and the
+sender named in both (`beebox_spec.attribution`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from beebox_spec.attribution import inject_user_attr, user_identity
 from beebox_spec.entries import PendingMessage, SessionContentBlock, SessionEntry, entry_text
 from beebox_spec.errors import InvariantError
 from beebox_spec.js_values import parse_iso_timestamp
@@ -25,14 +27,12 @@ from beebox_spec.reconcile import (
     HistoryMarker,
     accepted_row_from_bus,
     baseline_for,
-    inject_user_attr,
     matches_session,
     matches_user,
     merge_accepted_into_pending,
     normalize_for_compare,
     read_accepted_messages,
     reconcile_pending,
-    user_identity,
 )
 
 VECTORS = Path(__file__).resolve().parents[2] / "conformance" / "vectors" / "reconcile"
@@ -196,7 +196,7 @@ def test_parse_reads_what_to_iso_string_writes(moment: datetime) -> None:
 
 
 # ---------------------------------------------------------------------------
-# inject_user_attr and user_identity
+# inject_user_attr and user_identity (`beebox_spec.attribution`), with the comparison
 # ---------------------------------------------------------------------------
 
 
