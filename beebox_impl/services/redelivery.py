@@ -25,11 +25,15 @@ session loads its queue:
    `TRANSCRIPT_TAIL` entries) holds: the message's very text as a whole part of
    the turn's text (a drained turn joins its texts with ``"\n\n"``), in a turn
    not recorded before the send was accepted (the page's baseline rule,
-   `existed_before`), one part for one send. Stricter than the page's
-   containment (`reconcile_pending`), on purpose: a miss here sends a message
-   twice, where a false match would lose it — "ok" is not delivered by a later
-   "ok then". (Only sends whose turn had not ended are checked: the tail holds
-   them.)
+   `existed_before`), one part for one send, and **that the agent began to
+   answer**: an assistant entry follows it before the next user turn. Stricter
+   than the page's containment (`reconcile_pending`), on purpose: a miss here
+   sends a message twice, where a false match would lose it — "ok" is not
+   delivered by a later "ok then", and a turn cut before its first answer is not
+   delivered by its user line alone: Claude Code, resumed, closes such a turn
+   with an answer of its own ("No response requested.", a synthetic line the
+   history does not show), and its model never answers it. (Only sends whose
+   turn had not ended are checked: the tail holds them.)
 3. **Queued** are the undelivered ones a persisted queue row will carry (the
    same turn text — the message, and the marker of its photos,
    `beebox_impl.services.attachments` — matched one row for one message; the
@@ -171,7 +175,7 @@ def _undelivered(
     # Each user turn's text, wrapped in separators: a message is a whole part of a
     # turn (a drained turn joins its texts with the separator) where its wrapped text
     # occurs; what a message was matched to is taken out, so one part answers once.
-    users = [entry for entry in entries if entry["type"] == "user"]
+    users = _answered_user_turns(entries)
     unmatched = {entry["uuid"]: _wrapped(entry_text(entry)) for entry in users}
     # Each turn's time, read once: thousands of sends may be owed, each checked
     # against every turn (the page's baseline, a list of them a send, cost seconds).
@@ -192,6 +196,19 @@ def _undelivered(
         else:
             undelivered.add(row_id)
     return undelivered
+
+
+def _answered_user_turns(entries: list[SessionEntry]) -> list[SessionEntry]:
+    """The user turns an assistant entry follows before the next user turn (rule 2)."""
+    answered: list[SessionEntry] = []
+    waiting: SessionEntry | None = None
+    for entry in entries:
+        if entry["type"] == "user":
+            waiting = entry
+        elif entry["type"] == "assistant" and waiting is not None:
+            answered.append(waiting)
+            waiting = None
+    return answered
 
 
 def _candidates(

@@ -7,12 +7,13 @@ between the engine's send and its transcript line.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 import pytest
@@ -123,6 +124,30 @@ async def test_what_the_transcript_holds_is_not_sent_again(tmp_path: Path) -> No
         await wait_idle(box)
     again = ScriptedEngine(start_mode="accept")
     assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
+
+
+async def test_a_turn_the_transcript_holds_but_nobody_answered_is_sent_again(
+    tmp_path: Path,
+) -> None:
+    # The engine wrote the turn's user line and died before any answer: Claude Code,
+    # resumed, would close the turn with its own "No response requested." and its
+    # model never answer it, so the line alone does not make the send delivered.
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
+        assert isinstance(await box.send(SendRequest("answered")), TurnStarted)
+        await wait_idle(box)
+        clock.advance(timedelta(seconds=1))
+        assert isinstance(await box.send(SendRequest("cut short")), TurnStarted)
+        await wait_idle(box)
+        assert box.session_id is not None
+        path = box._history_service.transcript_path(box.session_id)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    (cut,) = [at for at, line in enumerate(lines) if '"cut short"' in line]
+    assert json.loads(lines[cut])["type"] == "user"
+    path.write_text("".join(lines[: cut + 1]), encoding="utf-8")
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == ["cut short"]
 
 
 async def test_a_redelivered_send_that_reaches_the_transcript_is_owed_no_more(
@@ -362,6 +387,53 @@ async def test_a_box_owing_many_sends_reads_their_photos_at_once(
     assert texts == ["first\n\n" + "\n\n".join(f"queued {number}" for number in range(60))]
 
 
+async def plan_for(
+    tmp_path: Path, messages: list[str], entries: list[SessionEntry]
+) -> redelivery.Redelivery:
+    """The plan of a box whose chat "s-1" recorded `messages`, a second apart from
+    START, none delivered yet, and whose transcript's tail is `entries`."""
+    async with await BoxDatabase.open(tmp_path) as database:
+        acceptance = AcceptanceStore(database)
+        for number, message in enumerate(messages):
+            at = START + timedelta(seconds=number)
+            payload: JsonObject = {
+                "sessionId": "s-1",
+                "message": message,
+                "user": None,
+                "timestamp": to_iso_timestamp(at),
+            }
+            await acceptance.record_user_message(payload, message_id=None, now=at)
+
+        async def read_tail(session_id: str) -> list[SessionEntry]:
+            return entries
+
+        return await redelivery.plan_redelivery(
+            acceptance=acceptance,
+            session_id="s-1",
+            read_tail=read_tail,
+            queued=[],
+            now=START + timedelta(seconds=len(messages)),
+        )
+
+
+def turn(kind: Literal["user", "assistant"], text: str, seconds: float) -> SessionEntry:
+    """A transcript entry of `kind` saying `text`, written `seconds` after START."""
+    return {
+        "type": kind,
+        "uuid": f"{kind}-{seconds}",
+        "timestamp": to_iso_timestamp(START + timedelta(seconds=seconds)),
+        "content": [{"type": "text", "text": text}],
+    }
+
+
+async def test_a_cut_turn_is_owed_though_a_later_turn_was_answered(tmp_path: Path) -> None:
+    # Claude Code killed before answering "cut", resumed for "later": it closed "cut"
+    # with its own synthetic answer (not an entry), and answered "later" alone.
+    entries = [turn("user", "cut", 0.5), turn("user", "later", 1.5), turn("assistant", "ok", 2)]
+    plan = await plan_for(tmp_path, ["cut", "later"], entries)
+    assert [send.turn_text for send in plan.owed] == ["cut"]
+
+
 async def test_owed_sends_read_each_turns_time_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -377,40 +449,17 @@ async def test_owed_sends_read_each_turns_time_once(
     monkeypatch.setattr(reconcile, "parse_iso_timestamp", counted)
     monkeypatch.setattr(redelivery, "parse_iso_timestamp", counted, raising=False)
     sends, turns = 60, 40
-    async with await BoxDatabase.open(tmp_path) as database:
-        acceptance = AcceptanceStore(database)
-        for number in range(sends):
-            at = START + timedelta(seconds=number)
-            payload: JsonObject = {
-                "sessionId": "s-1",
-                "message": f"m{number}",
-                "user": None,
-                "timestamp": to_iso_timestamp(at),
-            }
-            await acceptance.record_user_message(payload, message_id=None, now=at)
-        # Turn k of the tail delivered send 2k, a millisecond after it was accepted.
-        entries: list[SessionEntry] = [
-            {
-                "type": "user",
-                "uuid": f"u{number}",
-                "timestamp": to_iso_timestamp(
-                    START + timedelta(seconds=2 * number, milliseconds=1)
-                ),
-                "content": [{"type": "text", "text": f"m{2 * number}"}],
-            }
-            for number in range(turns)
-        ]
-
-        async def read_tail(session_id: str) -> list[SessionEntry]:
-            return entries
-
-        plan = await redelivery.plan_redelivery(
-            acceptance=acceptance,
-            session_id="s-1",
-            read_tail=read_tail,
-            queued=[],
-            now=START + timedelta(seconds=sends),
+    # Turn k of the tail delivered send 2k, a millisecond after it was accepted, and
+    # was answered.
+    entries = [
+        entry
+        for number in range(turns)
+        for entry in (
+            turn("user", f"m{2 * number}", 2 * number + 0.001),
+            turn("assistant", "ok", 2 * number + 0.002),
         )
+    ]
+    plan = await plan_for(tmp_path, [f"m{number}" for number in range(sends)], entries)
     assert [send.turn_text for send in plan.owed] == [
         f"m{number}" for number in range(sends) if number % 2 or number >= 2 * turns
     ]
