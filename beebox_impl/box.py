@@ -337,6 +337,19 @@ async def _history_service(
 
 
 @asynccontextmanager
+async def _delivery_news_recorded(acceptance: AcceptanceStore) -> AsyncIterator[None]:
+    """On exit, after the chat session (entered within) has closed and said how its
+    last turns ended: the sends those turns delivered are unmarked, so the next open
+    checks against the transcript only what a crash may have cut
+    (`beebox_impl.services.redelivery`)."""
+    try:
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            await acceptance.record_delivery_news()
+
+
+@asynccontextmanager
 async def _background_work(
     session: ChatSession,
     events: BoxEventHub,
@@ -527,6 +540,7 @@ class Box:
                 acceptance, history, session_id_store, database.chat_queue, clock
             )
             async with (
+                _delivery_news_recorded(acceptance),
                 PermissionRecord.kept(PermissionDecisionStore(database), clock) as record,
                 ChatSession.open(
                     engine=PhotoEngine(

@@ -32,8 +32,12 @@ session loads its queue:
    delivered by a later "ok then", and a turn cut before its first answer is not
    delivered by its user line alone: Claude Code, resumed, closes such a turn
    with an answer of its own ("No response requested.", a synthetic line the
-   history does not show), and its model never answers it. (Only sends whose
-   turn had not ended are checked: the tail holds them.)
+   history does not show), and its model never answers it. (Checked are the
+   sends whose turn had not ended, and those whose turn ended after the box's
+   last send when a crash followed — a box that closes writes that news first:
+   the tail holds them. Of the latter, a turn that failed, which Claude Code
+   answers with a synthetic line too, or one whose answer came after an
+   automatic compaction's summary, is sent again: at least once.)
 3. **Queued** are the undelivered ones a persisted queue row will carry (the
    same turn text — the message, and the marker of its photos,
    `beebox_impl.services.attachments` — matched one row for one message; the

@@ -28,12 +28,13 @@ The rules
    send undelivered (``chat_undelivered``). The box learns a send was delivered
    when the turn that carried it ends with its result — by then the engine has
    written it to its transcript — and `DeliveryLedger` keeps that news until
-   the next send's transaction takes the mark off (one write less per turn; a
-   crash in between only leaves the mark for the next open to check against the
-   transcript). A deliberate stop or reset (`record_settled`) takes every earlier
-   mark off: what it dropped, it dropped on purpose. So when a box opens, the
-   marked sends are exactly the ones it may still owe
-   (`beebox_impl.services.redelivery`), however many sends came after them.
+   the next send's transaction takes the mark off (one write less per turn), or
+   the box's close does (`record_delivery_news`); a crash in between only leaves
+   the mark for the next open to check against the transcript. A deliberate stop
+   or reset (`record_settled`) takes every earlier mark off: what it dropped, it
+   dropped on purpose. So when a box opens, the marked sends are exactly the
+   ones it may still owe (`beebox_impl.services.redelivery`), however many sends
+   came after them.
 6. **Queued in the same transaction** (ours). A send that will be queued (the
    chat is busy) may write its row of the chat's persisted queue (``chat_queue``,
    `beebox_impl.store.database.insert_queue_rows`) in this same transaction: it
@@ -342,6 +343,12 @@ class AcceptanceStore:
         row_id = await self._database.write(settle)
         self.deliveries.forget_before(row_id)
         return row_id
+
+    async def record_delivery_news(self) -> None:
+        """Rule 5: unmark the sends seen delivered since the last send took the news,
+        at once (a box closing: no next send of this box will)."""
+        with self._delivery_news() as delivered:
+            await self.unmark_undelivered(delivered)
 
     async def undelivered_messages(self) -> list[BusRow]:
         """Rule 5: the sends still marked undelivered, oldest first."""

@@ -20,7 +20,7 @@ import pytest
 
 from beebox_impl.box import Box
 from beebox_impl.engine.echo import EchoEngine
-from beebox_impl.engine.messages import result_message
+from beebox_impl.engine.messages import init_message, result_message
 from beebox_impl.engine.protocol import StartOptions, TurnContent
 from beebox_impl.engine.scripted import ScriptedEngine, ScriptedRun
 from beebox_impl.services import redelivery
@@ -126,28 +126,66 @@ async def test_what_the_transcript_holds_is_not_sent_again(tmp_path: Path) -> No
     assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
 
 
-async def test_a_turn_the_transcript_holds_but_nobody_answered_is_sent_again(
+def transcript_line(kind: Literal["user", "assistant"], text: str, clock: ManualClock) -> str:
+    """A line of a Claude Code transcript for session "s-cut", written now."""
+    record = {
+        "type": kind,
+        "uuid": f"{kind}-{text}",
+        "sessionId": "s-cut",
+        "timestamp": to_iso_timestamp(clock.now()),
+        "message": {"role": kind, "content": [{"type": "text", "text": text}]},
+    }
+    return json.dumps(record) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "owed"),
+    [
+        # The engine wrote the turn's user line and died before any answer: Claude
+        # Code, resumed, would close the turn with its own "No response requested."
+        # and its model never answer it, so the line alone does not deliver it.
+        pytest.param(["user"], ["cut short"], id="unanswered"),
+        pytest.param(["user", "assistant"], [], id="answered"),
+    ],
+)
+async def test_a_turn_cut_before_its_answer_is_sent_again_though_the_transcript_holds_it(
+    tmp_path: Path, written: list[Literal["user", "assistant"]], owed: list[str]
+) -> None:
+    clock = ManualClock(START)
+    projects = tmp_path / "projects"
+    engine = ScriptedEngine(start_mode="accept")
+    async with opened(tmp_path, engine, clock, projects) as box:
+        await start_turn(box, engine, SendRequest("cut short"))
+        await engine.last_run.emit(init_message("s-cut"))
+        await wait_until(lambda: box.session_id == "s-cut")
+        clock.advance(timedelta(milliseconds=5))
+        path = box._history_service.transcript_path("s-cut")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(transcript_line(kind, "cut short", clock) for kind in written))
+    again = ScriptedEngine(start_mode="accept")
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == owed
+
+
+async def test_a_closed_box_owes_nothing_its_turns_ended_with_their_results(
     tmp_path: Path,
 ) -> None:
-    # The engine wrote the turn's user line and died before any answer: Claude Code,
-    # resumed, would close the turn with its own "No response requested." and its
-    # model never answer it, so the line alone does not make the send delivered.
+    # Whatever the transcript then shows: a turn that failed (Claude Code answers it
+    # with a synthetic line the history does not show) ended all the same.
     clock = ManualClock(START)
     projects = tmp_path / "projects"
     async with opened(tmp_path, EchoEngine(projects, clock.now), clock, projects) as box:
-        assert isinstance(await box.send(SendRequest("answered")), TurnStarted)
+        assert isinstance(await box.send(SendRequest("done")), TurnStarted)
         await wait_idle(box)
-        clock.advance(timedelta(seconds=1))
-        assert isinstance(await box.send(SendRequest("cut short")), TurnStarted)
-        await wait_idle(box)
+        assert len(await box._acceptance.undelivered_messages()) == 1
         assert box.session_id is not None
         path = box._history_service.transcript_path(box.session_id)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    (cut,) = [at for at, line in enumerate(lines) if '"cut short"' in line]
-    assert json.loads(lines[cut])["type"] == "user"
-    path.write_text("".join(lines[: cut + 1]), encoding="utf-8")
+    (asked,) = [at for at, line in enumerate(lines) if '"done"' in line]
+    path.write_text("".join(lines[: asked + 1]), encoding="utf-8")
+    async with await BoxDatabase.open(tmp_path / "box") as database:
+        assert await AcceptanceStore(database).undelivered_messages() == []
     again = ScriptedEngine(start_mode="accept")
-    assert await open_and_settle(tmp_path / "box", again, clock, projects) == ["cut short"]
+    assert await open_and_settle(tmp_path / "box", again, clock, projects) == []
 
 
 async def test_a_redelivered_send_that_reaches_the_transcript_is_owed_no_more(
