@@ -23,9 +23,8 @@ warnings too), never a traceback; exit 1 for what failed or is not there, 2 for 
 malformed request (`beebox_impl.cli.common`).
 
 Each command imports what it uses, when it runs. The parser knows every command
-by its name and one-line help, and makes a command's parser, options and all, only
-once the command line names it (`build_parser`'s ``complete=False``, as `main`
-parses): their
+by its name and one-line help, and adds a command's options only once the command
+line names it (`build_parser`'s ``complete=False``, as `main` parses): their
 defaults and choices come from the modules that run the command. So ``bbx --help``,
 ``bbx phases``, ``bbx chat history`` and ``bbx chat media`` import neither the box,
 its HTTP server, sessions and engines, the review nor YAML, and start in a few
@@ -86,41 +85,27 @@ else:
     _SubParsers = argparse._SubParsersAction
 
 
-class _ParserToMake(argparse.ArgumentParser):
-    """A command's parser before it is made: what `add_parser` asked for, kept.
-
-    Given to `add_subparsers` as its ``parser_class``, so argparse records the
-    command's name and help as for any parser; `_Commands` makes the real parser
-    from these arguments when the command line names the command.
-    """
-
-    def __init__(self, **arguments: Any) -> None:
-        # Not ArgumentParser's own: this object parses nothing; it is made into one.
-        self.arguments = arguments
-
-
 class _Commands(_SubParsers):
-    """Subcommands whose parsers may wait until the command line names one.
+    """Subcommands whose options may wait until the command line names one.
 
-    `add_command` names a command with its help. With ``parser_class`` a real
-    parser class its parser is made at once with its options; with `_ParserToMake`
-    it is made, options and all, only when argparse reaches the command's name on
-    the command line, just before the command's own arguments are parsed. A command
-    line names one command of each level, and every parser made costs every start
-    (argparse looks its words up with gettext for each): ~1 ms for `bbx`'s eleven.
+    `add_command` makes a command's parser with its help; its options are added at
+    once (``complete``) or kept aside until argparse reaches the command's name on
+    the command line, just before the command's own arguments are parsed.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._options: dict[str, AddOptions] = {}
+        self.complete = True
+        self._waiting: dict[str, AddOptions] = {}
 
-    def add_command(self, name: str, help: str, options: AddOptions) -> None:
+    def add_command(self, name: str, help: str, options: AddOptions) -> argparse.ArgumentParser:
         """Add the command ``name``; ``options`` adds its options to its parser."""
         parser = self.add_parser(name, help=help, formatter_class=help_formatter)
-        if isinstance(parser, _ParserToMake):
-            self._options[name] = options
-        else:
+        if self.complete:
             options(parser)
+        else:
+            self._waiting[name] = options
+        return parser
 
     def __call__(
         self,
@@ -130,19 +115,9 @@ class _Commands(_SubParsers):
         option_string: str | None = None,
     ) -> None:
         # ``values``: the command's name, then the arguments left for its parser.
-        if isinstance(values, list) and values and values[0] in self._options:
-            self._make_parser(values[0])
+        if isinstance(values, list) and values and values[0] in self._waiting:
+            self._waiting.pop(values[0])(self.choices[values[0]])
         super().__call__(parser, namespace, values, option_string)
-
-    def _make_parser(self, name: str) -> None:
-        # `choices` is the name-to-parser map argparse looks the command up in.
-        parsers = self.choices
-        assert isinstance(parsers, dict), "a subcommand action's choices map names to parsers"
-        waiting = parsers[name]
-        assert isinstance(waiting, _ParserToMake), f"{name}'s parser is already made"
-        command = argparse.ArgumentParser(**waiting.arguments)
-        self._options.pop(name)(command)
-        parsers[name] = command
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -171,24 +146,23 @@ def _commands(
 ) -> _Commands:
     commands = parser.add_subparsers(
         action=_Commands,
-        parser_class=argparse.ArgumentParser if complete else _ParserToMake,
         dest=dest,
         metavar=metavar,
         required=required,
         help=f"what to do ({parser.prog} {metavar} -h for its options)",
     )
     assert isinstance(commands, _Commands)
+    commands.complete = complete
     return commands
 
 
 def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     """The argument parser of `bbx` and its subcommands.
 
-    ``complete=False`` makes a command's parser, options and all, only when the
-    command line names the command (what `main` parses with): a command's options
-    are imported from the module that runs it, so naming one command imports
-    nothing of the others. True makes every parser at once, for a reader of the
-    whole tree.
+    ``complete=False`` adds a command's options only when the command line names
+    the command (what `main` parses with): a command's options are imported from
+    the module that runs it, so naming one command imports nothing of the others.
+    True adds every option at once, for a reader of the whole tree.
     """
     parser = argparse.ArgumentParser(
         prog="bbx", description="Run and inspect a beebox.", formatter_class=help_formatter

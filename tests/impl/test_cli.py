@@ -126,10 +126,9 @@ def test_bad_requests_get_a_clear_error(
 def _parsers(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ("bbx",)
 ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """Every parser of the tree under ``parser``, by its command line (one not yet
-    made has no actions to walk)."""
+    """Every parser of the tree under ``parser``, by its command line."""
     yield " ".join(path), parser
-    for action in getattr(parser, "_actions", ()):
+    for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 yield from _parsers(sub, (*path, name))
@@ -175,13 +174,6 @@ def test_every_commands_help_is_the_same_when_its_options_wait(
         with pytest.raises(SystemExit):
             build_parser(complete=False).parse_args([*command.split()[1:], "--help"])
         assert capsys.readouterr().out == parser.format_help(), command
-
-
-def test_a_command_line_makes_only_the_parsers_of_the_commands_it_names() -> None:
-    parser = build_parser(complete=False)
-    parser.parse_args(["chat", "history", SESSION, "--tail", "3"])
-    made = {command for command, sub in _parsers(parser) if type(sub) is argparse.ArgumentParser}
-    assert made == {"bbx", "bbx chat", "bbx chat history"}
 
 
 def test_media_finds_a_photo_of_a_sub_agents_work(
