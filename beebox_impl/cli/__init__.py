@@ -54,6 +54,8 @@ from beebox_impl.cli.common import (
     counted,
     discard_stdout,
     fail,
+    output_failed,
+    write_output,
 )
 
 __all__ = [
@@ -289,15 +291,15 @@ def program() -> NoReturn:
     # The read makes no reference cycles worth finding before the process ends.
     gc.disable()
     status = _run_command(parser, args)
+    # What stdout's buffer still holds goes now: no teardown will flush it.
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
-        discard_stdout()
         status = EXIT_FAILED
     except OSError as error:
-        discard_stdout()
-        status = fail(f"cannot write the output: {error}")
-    with contextlib.suppress(OSError, ValueError):
+        status = output_failed(error)
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         sys.stderr.flush()
     os._exit(status)
 
@@ -328,8 +330,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # The spec's table alone: no box, nothing logged.
         from beebox_spec.phase_doc import render_markdown, render_text  # noqa: PLC0415
 
-        sys.stdout.write(render_markdown() if args.markdown else render_text())
-        return 0
+        return write_output(render_markdown() if args.markdown else render_text())
     if _reads_a_named_transcript(args):
         # What such a read could not do (shelve its index) it says itself
         # (`IndexShelf`'s ``warn``), and it logs nothing else a person must see.

@@ -31,6 +31,7 @@ __all__ = [
     "counted",
     "discard_stdout",
     "fail",
+    "output_failed",
     "write_output",
 ]
 
@@ -83,29 +84,36 @@ def fail(message: str, code: int = EXIT_FAILED, *, stream: TextIO | None = None)
 def write_output(output: str | bytes) -> int:
     """Write a command's output (text, or the bytes of a photo) to stdout, all of it
     now: 0, or `EXIT_FAILED` having said why it could not be written (a full disk, a
-    device gone). A reader that went away (`BrokenPipeError`) is the caller's to end
-    on, as every command does."""
+    device gone, no stdout at all). A reader that went away (`BrokenPipeError`) is
+    the caller's to end on, as every command does."""
+    stdout = sys.stdout
+    if stdout is None:
+        return fail("there is no standard output to write to")
     try:
-        descriptor: int | None = sys.stdout.fileno()
+        descriptor: int | None = stdout.fileno()
     except (OSError, ValueError, AttributeError):
         descriptor = None  # a stdout with no file under it: a host's or a test's
     try:
         if descriptor is None:
-            _write_through(sys.stdout, output)
+            _write_through(stdout, output)
         else:
-            sys.stdout.flush()
+            stdout.flush()
             data = output if isinstance(output, bytes) else _encoded_for_stdout(output)
             _write_all(descriptor, data)
     except BrokenPipeError:
         raise
     except OSError as error:
-        discard_stdout()
-        return fail(f"cannot write the output: {error.strerror or error}")
+        return output_failed(error)
     return 0
 
 
+def output_failed(error: OSError) -> int:
+    """Say that stdout could not be written, as every command says it: `EXIT_FAILED`."""
+    return fail(f"cannot write the output: {error.strerror or error}")
+
+
 def _encoded_for_stdout(text: str) -> bytes:
-    # As stdout's own text layer would encode it.
+    # As stdout's own text layer would encode it (on POSIX it translates no newline).
     return text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
 
 
@@ -131,9 +139,12 @@ def _write_through(stdout: TextIO, output: str | bytes) -> None:
 def discard_stdout() -> None:
     """Send what is left of stdout nowhere: what its buffer holds would fail again as
     the interpreter exits, where nobody could be told."""
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
 def box_refusal(folder: Path) -> str | None:

@@ -9,6 +9,7 @@ handler's line on stderr says the interpreter was torn down.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,13 +101,25 @@ def test_a_short_read_that_fails_says_why_before_it_ends(
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_output_that_cannot_be_written_is_said_not_lost_silently(
-    box: Path,
-) -> None:
+@pytest.mark.parametrize("command", ["history", "phases"])
+def test_output_that_cannot_be_written_is_said_not_lost_silently(box: Path, command: str) -> None:
+    arguments = ["chat", "history", SESSION, "--box", str(box)] if command == "history" else []
     with open("/dev/full", "w") as full:
-        ran = run_program(["chat", "history", SESSION, "--box", str(box)], stdout=full.fileno())
+        ran = run_program(arguments or ["phases"], stdout=full.fileno())
     assert ran.returncode == 1
     assert ran.stderr == "bbx: cannot write the output: No space left on device\n"
+
+
+def test_a_read_with_no_stdout_says_so(box: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-c", _CHILD, "chat", "history", SESSION, "--box", str(box)],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (ran.returncode, ran.stderr) == (1, "bbx: there is no standard output to write to\n")
 
 
 @pytest.mark.parametrize(
