@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from beebox_impl.cli import main as bbx
+from beebox_impl.cli.common import write_output
 from tests.impl import test_cli
 from tests.impl.test_cli import PHOTO, SESSION
 
@@ -108,6 +109,18 @@ def test_output_that_cannot_be_written_is_said_not_lost_silently(box: Path, comm
         ran = run_program(arguments or ["phases"], stdout=full.fileno())
     assert ran.returncode == 1
     assert ran.stderr == "bbx: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_an_unwritable_stdout_is_said_and_left_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In a host's process (`main`): its stdout is its own, not to be sent elsewhere.
+    with open("/dev/full", "w") as full:
+        monkeypatch.setattr(sys, "stdout", full)
+        assert write_output("an answer") == 1
+        assert os.fstat(full.fileno()).st_rdev == os.stat("/dev/full").st_rdev
+    assert capsys.readouterr().err == "bbx: cannot write the output: No space left on device\n"
 
 
 def test_a_read_with_no_stdout_says_so(box: Path) -> None:
