@@ -274,9 +274,9 @@ def _js_number_string(value: int | float) -> str:
         return "0"
     if number < 0:
         return "-" + _js_number_string(-number)
-    digits, exponent = _shortest_digits(number)
+    digits, scale = _shortest_digits(number)
     k = len(digits)
-    n = k + exponent  # number = 0.digits × 10**n
+    n = k + scale  # number = 0.digits × 10**n
     if k <= n <= 21:
         return digits + "0" * (n - k)
     if 0 < n <= 21:
@@ -290,14 +290,15 @@ def _js_number_string(value: int | float) -> str:
 
 def _shortest_digits(number: float) -> tuple[str, int]:
     # The fewest significant digits that read back as `number` (positive, finite),
-    # and e with number = digits × 10**e. `repr` writes exactly those digits (Python's
-    # float repr is the shortest that round-trips); only their point moves here.
+    # and the scale with number = digits × 10**scale. `repr` writes exactly those
+    # digits (Python's float repr is the shortest that round-trips); only their point
+    # moves here.
     significand, _, written_exponent = repr(number).partition("e")
     whole, _, fraction = significand.partition(".")
     significant = (whole + fraction).lstrip("0")
     digits = significant.rstrip("0")
-    exponent = int(written_exponent or "0") - len(fraction) + len(significant) - len(digits)
-    return digits, exponent
+    scale = int(written_exponent or "0") - len(fraction) + len(significant) - len(digits)
+    return digits, scale
 
 
 # ---------------------------------------------------------------------------------

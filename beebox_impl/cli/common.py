@@ -98,7 +98,7 @@ def write_output(output: str | bytes) -> int:
             _write_through(stdout, output)
         else:
             stdout.flush()
-            data = output if isinstance(output, bytes) else _encoded_for_stdout(output)
+            data = output if isinstance(output, bytes) else _encoded_for(stdout, output)
             _write_all(descriptor, data)
     except BrokenPipeError:
         raise
@@ -112,9 +112,9 @@ def output_failed(error: OSError) -> int:
     return fail(f"cannot write the output: {error.strerror or error}")
 
 
-def _encoded_for_stdout(text: str) -> bytes:
+def _encoded_for(stdout: TextIO, text: str) -> bytes:
     # As stdout's own text layer would encode it (on POSIX it translates no newline).
-    return text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+    return text.encode(stdout.encoding or "utf-8", stdout.errors or "strict")
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
